@@ -1,0 +1,66 @@
+"""Model families (one module each) and the validated ``HMM`` container.
+
+>>> from pipeline.models import build_model
+>>> build_model("weather", 6).n_states
+6
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+from pipeline.models import bell, dirichlet, lm, uniform, weather
+from pipeline.models.hmm import HMM
+
+FAMILIES: dict[str, Callable[..., HMM]] = {
+    "weather": weather.build,
+    "uniform": uniform.build,
+    "bell": bell.build,
+    "lm": lm.build,
+    "dirichlet": dirichlet.build,
+}
+"""Family name -> ``build(n_states, seed=0, **params)``."""
+
+
+def family_parameters(family: str) -> dict[str, object]:
+    """The keyword parameters of ``family`` beyond ``n_states`` and ``seed``, with defaults."""
+    signature = inspect.signature(_builder(family))
+    return {
+        name: parameter.default
+        for name, parameter in signature.parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+
+
+def _builder(family: str) -> Callable[..., HMM]:
+    try:
+        return FAMILIES[family]
+    except KeyError:
+        raise ValueError(
+            f"unknown model family {family!r}; allowed: {', '.join(FAMILIES)}"
+        ) from None
+
+
+def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
+    """Build the HMM of ``family`` with ``n_states`` states, deterministically from ``seed``.
+
+    Families: ``weather`` (Example 1, 6 states), ``uniform`` and ``bell``
+    (Section 5), ``lm`` (word bigrams with additive smoothing) and
+    ``dirichlet`` (random peaked rows); see each module's docstring.
+    ``params`` are the family's keyword parameters (``family_parameters``).
+    """
+    builder = _builder(family)
+    allowed = family_parameters(family)
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"unknown parameter {unknown[0]!r} for model family {family!r}; "
+            f"allowed: {', '.join(allowed) or 'none'}"
+        )
+    if isinstance(n_states, bool) or int(n_states) != n_states or n_states < 2:
+        raise ValueError(f"n_states must be an integer >= 2, got {n_states!r}")
+    return builder(int(n_states), seed=seed, **params)
+
+
+__all__ = ["FAMILIES", "HMM", "build_model", "family_parameters"]

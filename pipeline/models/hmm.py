@@ -1,0 +1,129 @@
+"""The hidden Markov model container: three validated arrays, no algorithms.
+
+Conventions (Section 2 of the top-p paper, written row-stochastically):
+
+- ``prior[i] = P(S_0 = i)``, shape ``(n_states,)``;
+- ``transition[i, j] = P(S_{t+1} = j | S_t = i)``, shape ``(n_states, n_states)``;
+- ``emission[i, o] = P(O_t = o | S_t = i)``, shape ``(n_states, n_observations)``.
+
+The paper prints its tables with one column per *current* state; they are the
+transposes of ``transition`` here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+ROW_SUM_TOLERANCE = 1e-9
+"""How far a probability row's sum may stray from 1."""
+
+
+def _as_matrix(name: str, array) -> np.ndarray | sp.csr_array:
+    """A float64 dense ndarray, or a float64 CSR array with sorted indices."""
+    if sp.issparse(array):
+        matrix = sp.csr_array(array, dtype=np.float64)
+        matrix.sum_duplicates()
+        matrix.sort_indices()
+        return matrix
+    matrix = np.ascontiguousarray(array, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {matrix.shape}")
+    return matrix
+
+
+def _validate_entries(name: str, matrix: np.ndarray | sp.csr_array) -> None:
+    """Every entry finite and non-negative, every row summing to 1 (prior: one row)."""
+    values = matrix.data if sp.issparse(matrix) else matrix
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        if sp.issparse(matrix):
+            position = int(np.flatnonzero(bad)[0])
+            row = int(np.searchsorted(matrix.indptr, position, side="right") - 1)
+            column, value = int(matrix.indices[position]), values[position]
+        else:
+            row, column = (int(k) for k in np.argwhere(bad)[0])
+            value = values[row, column]
+        where = f"{name}[{column}]" if name == "prior" else f"{name}[{row}, {column}]"
+        raise ValueError(f"{where} = {float(value):.12g}; entries must be finite and non-negative")
+    sums = np.asarray(matrix.sum(axis=1)).ravel()
+    off = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
+    if off.any():
+        row = int(np.flatnonzero(off)[0])
+        where = name if name == "prior" else f"{name} row {row}"
+        raise ValueError(
+            f"{where} sums to {float(sums[row]):.12g}; "
+            f"it must sum to 1 within {ROW_SUM_TOLERANCE:g}"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class HMM:
+    """A hidden Markov model with a dense or CSR transition and emission matrix.
+
+    Parameters
+    ----------
+    prior : array, shape (n_states,)
+        Initial state distribution ``P(S_0)``. Always stored dense.
+    transition : ndarray or scipy.sparse.csr_array, shape (n_states, n_states)
+        Row-stochastic transition matrix ``P(S_{t+1} = j | S_t = i)``.
+    emission : ndarray or scipy.sparse.csr_array, shape (n_states, n_observations)
+        Row-stochastic emission matrix ``P(O_t = o | S_t = i)``.
+
+    Every array is converted to float64 (sparse input to CSR with sorted
+    indices). Construction raises ``ValueError`` naming the offending array,
+    row and value when shapes disagree, an entry is negative or not finite, or
+    a row does not sum to 1 within ``ROW_SUM_TOLERANCE``. Which inference
+    backend runs (dense BLAS or sparse CSR) follows ``transition``'s format.
+
+    >>> import numpy as np
+    >>> hmm = HMM(np.array([0.5, 0.5]), np.eye(2), np.array([[0.9, 0.1], [0.2, 0.8]]))
+    >>> hmm.n_states, hmm.n_observations, hmm.is_sparse
+    (2, 2, False)
+    """
+
+    prior: np.ndarray
+    transition: np.ndarray | sp.csr_array
+    emission: np.ndarray | sp.csr_array
+
+    def __post_init__(self) -> None:
+        if sp.issparse(self.prior):
+            raise TypeError("prior must be a dense 1-D array, not a sparse matrix")
+        prior = np.ascontiguousarray(self.prior, dtype=np.float64)
+        if prior.ndim != 1 or prior.size == 0:
+            raise ValueError(f"prior must be a non-empty 1-D array, got shape {prior.shape}")
+        transition = _as_matrix("transition", self.transition)
+        emission = _as_matrix("emission", self.emission)
+        n = prior.size
+        if transition.shape != (n, n):
+            raise ValueError(
+                f"transition has shape {transition.shape}; with a prior of {n} states "
+                f"it must be ({n}, {n})"
+            )
+        if emission.shape[0] != n or emission.shape[1] == 0:
+            raise ValueError(
+                f"emission has shape {emission.shape}; it must be ({n}, n_observations)"
+            )
+        _validate_entries("prior", prior[None, :])
+        _validate_entries("transition", transition)
+        _validate_entries("emission", emission)
+        object.__setattr__(self, "prior", prior)
+        object.__setattr__(self, "transition", transition)
+        object.__setattr__(self, "emission", emission)
+
+    @property
+    def n_states(self) -> int:
+        """Number of hidden states ``n``."""
+        return self.prior.size
+
+    @property
+    def n_observations(self) -> int:
+        """Number of observation symbols ``m``."""
+        return self.emission.shape[1]
+
+    @property
+    def is_sparse(self) -> bool:
+        """True when the transition matrix is CSR (the sparse inference backend runs)."""
+        return sp.issparse(self.transition)

@@ -1,0 +1,102 @@
+"""A word-bigram language-model HMM like the top-p paper's 7620-state LM HMM.
+
+States are the ``n - 1`` most frequent word types of a corpus (ties broken
+alphabetically) plus one unknown-word state ``UNKNOWN`` for every other word.
+Transitions are bigram counts within documents with additive (Lidstone)
+smoothing, so every row is dense as in the paper:
+
+    T[i, j] = (C[i, j] + alpha) / (sum_k C[i, k] + alpha * n).
+
+The prior is the unigram distribution of the corpus; emissions are the
+identity (the observation is the word itself). The corpus is the standard
+library's English (``pipeline.models.corpus``) unless ``corpus`` names a text
+file or folder. The family has no randomness: ``seed`` is ignored.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import numpy as np
+import scipy.sparse as sp
+
+from pipeline.models import corpus as corpora
+from pipeline.models.hmm import HMM
+
+UNKNOWN = "<unk>"
+
+
+def _documents(corpus: str | os.PathLike | None) -> tuple[str, ...]:
+    return corpora.stdlib_documents() if corpus is None else corpora.read_documents(corpus)
+
+
+def vocabulary(documents, n_states: int) -> tuple[str, ...]:
+    """The state names: the ``n_states - 1`` most frequent words, then ``UNKNOWN``.
+
+    Raises ``ValueError`` when the corpus has fewer than ``n_states - 1`` word types.
+    """
+    frequency = collections.Counter(w for doc in documents for w in corpora.tokenize(doc))
+    if len(frequency) < n_states - 1:
+        raise ValueError(
+            f"the lm corpus has {len(frequency)} word types; n_states={n_states} needs at "
+            f"least {n_states - 1} (n_states - 1 words plus the unknown-word state)"
+        )
+    ranked = sorted(frequency.items(), key=lambda item: (-item[1], item[0]))
+    return (*(word for word, _ in ranked[: n_states - 1]), UNKNOWN)
+
+
+def counts(documents, words: tuple[str, ...]) -> tuple[np.ndarray, sp.csr_array]:
+    """Unigram and within-document bigram counts over the states ``words``.
+
+    Returns
+    -------
+    unigrams : ndarray, shape (n,)
+        How often each state's words occur.
+    bigrams : csr_array, shape (n, n)
+        ``bigrams[i, j]`` = how often a word of state ``j`` follows one of state ``i``.
+    """
+    index = {word: i for i, word in enumerate(words)}
+    unknown = len(words) - 1
+    ids = [np.array([index.get(w, unknown) for w in corpora.tokenize(d)]) for d in documents]
+    ids = [doc for doc in ids if doc.size]
+    n = len(words)
+    unigrams = np.bincount(np.concatenate(ids), minlength=n).astype(np.float64)
+    previous = np.concatenate([doc[:-1] for doc in ids])
+    following = np.concatenate([doc[1:] for doc in ids])
+    bigrams = sp.coo_array((np.ones(previous.size), (previous, following)), shape=(n, n)).tocsr()
+    bigrams.sum_duplicates()
+    return unigrams, bigrams
+
+
+def build(
+    n_states: int,
+    seed: int = 0,
+    *,
+    corpus: str | None = None,
+    alpha: float = 0.01,
+) -> HMM:
+    """The bigram LM HMM with ``n_states`` states (see the module docstring).
+
+    Parameters
+    ----------
+    n_states : int
+        Number of states: ``n_states - 1`` words plus the unknown-word state.
+    seed : int
+        Ignored: the model is a deterministic function of the corpus.
+    corpus : str, optional
+        A text file or a folder of text files; default the standard library's English.
+    alpha : float
+        Pseudo-count added to every bigram count, > 0.
+    """
+    if not alpha > 0:
+        raise ValueError(f"the lm family needs alpha > 0, got alpha={alpha}")
+    documents = _documents(corpus)
+    words = vocabulary(documents, n_states)
+    unigrams, bigrams = counts(documents, words)
+    denominators = np.asarray(bigrams.sum(axis=1)).ravel() + alpha * n_states
+    transition = bigrams.toarray()
+    transition += alpha
+    transition /= denominators[:, None]
+    emission = sp.identity(n_states, format="csr")
+    return HMM(unigrams / unigrams.sum(), transition, sp.csr_array(emission))

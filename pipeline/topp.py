@@ -1,0 +1,300 @@
+"""Top-p distributions (Definitions 2 to 4 and Algorithm 1 of the top-p paper).
+
+The top-p set of a distribution is the shortest prefix of its sorted order
+(probabilities descending, ties broken by the lower index first) whose mass
+reaches ``p``; the top-p distribution keeps that set and renormalises it by
+its mass. A mass within ``TOLERANCE`` below ``p`` counts as reaching ``p``, so
+that sums that equal ``p`` in exact arithmetic (the paper's examples) do.
+``p = 1`` keeps every non-zero entry, as exact arithmetic does.
+
+One compiled row kernel serves vectors, dense matrices and CSR matrices. It
+finds the cut with a mass-weighted quickselect (expected linear time): every
+entry above the cut's value is kept, and entries tied at the cut's value are
+taken in index order until the mass reaches ``p``. Only when the cut could fall
+among the entries above the tie level (a sum within rounding of ``p``) does it
+sort them, to follow Algorithm 1's order exactly.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from pipeline.models.hmm import HMM
+
+TOLERANCE = 1e-12
+"""A prefix whose mass is at least ``p - TOLERANCE`` reaches ``p``."""
+
+_SELECTION_MARGIN = 1e-9
+"""The quickselect aims this far past ``p`` so its differently ordered sums never cut short."""
+
+_BLOCK_ENTRIES = 2**20
+"""Dense input is processed in row blocks of about this many entries."""
+
+
+def _target(p) -> float:
+    """The mass a prefix must reach; ``inf`` for ``p = 1`` (keep every non-zero entry)."""
+    if isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating):
+        raise TypeError(f"p must be a number in (0, 1], got {p!r}")
+    if not 0 < p <= 1:
+        raise ValueError(f"p must be in (0, 1], got {p}")
+    return np.inf if p == 1 else float(p) - TOLERANCE
+
+
+@numba.njit(cache=True, nogil=True)
+def _median3(a, b, c):
+    if a < b:
+        a, b = b, a
+    if b < c:
+        b = c
+    return a if a < b else b
+
+
+@numba.njit(cache=True, nogil=True)
+def _select(values, work, m, goal):
+    """Mass-weighted three-way quickselect on ``work[:m]`` (positions into ``values``).
+
+    Reorders ``work[:m]`` so that ``work[:greater]`` hold values above a
+    threshold ``x`` and ``work[greater:equal]`` the values equal to it, where the
+    prefix ``work[:equal]`` has mass >= ``goal`` and ``work[:greater]`` less.
+    Returns ``(greater, equal)``, or ``(m, m)`` when ``goal`` is not reached.
+    """
+    lo, hi, acc = 0, m, 0.0
+    while lo < hi:
+        x = _median3(values[work[lo]], values[work[(lo + hi) // 2]], values[work[hi - 1]])
+        a, i, b = lo, lo, hi
+        above, level = 0.0, 0.0
+        while i < b:
+            v = values[work[i]]
+            if v > x:
+                work[a], work[i] = work[i], work[a]
+                above += v
+                a += 1
+                i += 1
+            elif v < x:
+                b -= 1
+                work[i], work[b] = work[b], work[i]
+            else:
+                level += v
+                i += 1
+        if acc + above >= goal:
+            hi = a
+        elif acc + above + level >= goal:
+            return a, b
+        else:
+            acc += above + level
+            lo = b
+    return m, m
+
+
+@numba.njit(cache=True, nogil=True)
+def _mark_sorted_prefix(values, work, m, target, mark):
+    """Mark Algorithm 1's prefix of ``work[:m]`` by a full sort; return (count, mass)."""
+    order = np.sort(work[:m])
+    order = order[np.argsort(-values[order], kind="mergesort")]
+    mass = 0.0
+    k = 0
+    while k < m:
+        mass += values[order[k]]
+        mark[order[k]] = True
+        k += 1
+        if mass >= target:
+            break
+    return k, mass
+
+
+@numba.njit(cache=True, nogil=True)
+def _kept(values, target, work, mark):
+    """The top-p set of one row.
+
+    ``values`` (d,) are non-negative; ``work`` (int64) and ``mark`` (bool,
+    all False) are scratch of length >= d. Writes the kept positions, ascending,
+    to ``work[:k]``, leaves ``mark`` all False, and returns ``(k, mass)`` with
+    ``mass`` the kept set's total.
+    """
+    d = values.size
+    m = 0
+    for j in range(d):
+        if values[j] > 0:
+            work[m] = j
+            m += 1
+    if target > 1.0:  # p = 1: every non-zero entry
+        mass = 0.0
+        for j in range(m):
+            mass += values[work[j]]
+        return m, mass
+    greater, equal = _select(values, work, m, target + _SELECTION_MARGIN)
+    mass, smallest = 0.0, np.inf
+    for j in range(greater):
+        mass += values[work[j]]
+        smallest = min(smallest, values[work[j]])
+    if greater > 0 and mass - smallest >= target - _SELECTION_MARGIN:
+        # The cut may fall inside the entries above the tie level: sort them all.
+        k, mass = _mark_sorted_prefix(values, work, m, target, mark)
+    else:
+        # Every entry above the tie level is kept; ties are taken by lower index first.
+        k = greater
+        for j in range(greater):
+            mark[work[j]] = True
+        if mass < target and equal > greater:
+            level = values[work[greater]]
+            for j in range(d):
+                if values[j] == level:
+                    mark[j] = True
+                    mass += level
+                    k += 1
+                    if mass >= target:
+                        break
+        if mass < target and equal < m:  # the quickselect's rounding fell short
+            mark[:] = False
+            k, mass = _mark_sorted_prefix(values, work, m, target, mark)
+    k = 0
+    for j in range(d):
+        if mark[j]:
+            mark[j] = False
+            work[k] = j
+            k += 1
+    return k, mass
+
+
+@numba.njit(cache=True, nogil=True)
+def _topp_rows(indptr, in_indices, in_data, dense, target, indices, data):
+    """Top-p of each row of a dense block or a CSR matrix, in two modes.
+
+    Row ``r`` is ``dense[r]`` when ``dense`` has rows, else the CSR row
+    ``in_data[indptr[r]:indptr[r + 1]]`` at columns ``in_indices``. With empty
+    ``indices`` it returns each row's kept count (shape (rows,)); otherwise it
+    writes every row's kept columns and renormalised values, rows one after
+    the other, into ``indices`` and ``data`` and returns the counts again.
+    """
+    n_rows = dense.shape[0] if dense.shape[0] > 0 else indptr.size - 1
+    width = dense.shape[1]
+    for r in range(indptr.size - 1):
+        width = max(width, indptr[r + 1] - indptr[r])
+    work = np.empty(width, np.int64)
+    mark = np.zeros(width, np.bool_)
+    counts = np.empty(n_rows, np.int64)
+    nnz = 0
+    for r in range(n_rows):
+        if dense.shape[0] > 0:
+            row = dense[r]
+        else:
+            row = in_data[indptr[r] : indptr[r + 1]]
+        k, mass = _kept(row, target, work, mark)
+        counts[r] = k
+        if indices.size > 0:
+            for j in range(k):
+                column = work[j] if dense.shape[0] > 0 else in_indices[indptr[r] + work[j]]
+                indices[nnz + j] = column
+                data[nnz + j] = row[work[j]] / mass
+        nnz += k
+    return counts
+
+
+def _check_rows(name: str, values: np.ndarray) -> None:
+    if not (np.isfinite(values).all() and (values >= 0).all()):
+        raise ValueError(f"{name} must have finite, non-negative entries")
+
+
+def topp_vector(v, p) -> np.ndarray:
+    """The top-p distribution of a probability vector (Algorithm 1).
+
+    Parameters
+    ----------
+    v : array_like, shape (d,)
+        A probability distribution (non-negative, summing to 1).
+    p : float in (0, 1]
+        The mass to keep.
+
+    Returns
+    -------
+    ndarray, shape (d,)
+        ``v`` on its top-p set divided by the set's mass, 0 elsewhere.
+
+    >>> topp_vector([0.3, 0.25, 0.15, 0.2, 0.06, 0.04], 0.9).round(4)
+    array([0.3333, 0.2778, 0.1667, 0.2222, 0.    , 0.    ])
+    """
+    target = _target(p)
+    values = np.ascontiguousarray(v, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"v must be a non-empty 1-D array, got shape {values.shape}")
+    _check_rows("v", values)
+    if not values.sum() > 0:
+        raise ValueError("v must have positive mass")
+    work = np.empty(values.size, np.int64)
+    k, mass = _kept(values, target, work, np.zeros(values.size, np.bool_))
+    out = np.zeros_like(values)
+    out[work[:k]] = values[work[:k]] / mass
+    return out
+
+
+def topp_matrix(P, p) -> sp.csr_array:
+    """Every row's top-p distribution, as a CSR array with sorted indices.
+
+    Parameters
+    ----------
+    P : ndarray or scipy sparse matrix, shape (n, d)
+        Row-stochastic. Dense input is processed in row blocks of about
+        ``2**20`` entries in two passes (count each row's top-p set, then fill
+        the exactly sized result), so no ``(n, d)`` temporary is ever made.
+    p : float in (0, 1]
+
+    Returns
+    -------
+    csr_array, shape (n, d)
+        Row ``i`` is ``topp_vector(P[i], p)``, with no stored zeros.
+    """
+    target = _target(p)
+    if sp.issparse(P):
+        P = sp.csr_array(P, dtype=np.float64)
+        if not P.has_canonical_format:
+            P = P.copy()
+            P.sum_duplicates()
+        _check_rows("P", P.data)
+        blocks = [(P.indptr, P.indices, P.data, np.empty((0, 0)))]
+    else:
+        P = np.asarray(P, dtype=np.float64)
+        if P.ndim != 2:
+            raise ValueError(f"P must be 2-D, got shape {P.shape}")
+        step = max(1, _BLOCK_ENTRIES // max(P.shape[1], 1))
+        blocks = [_dense_block(P[start : start + step]) for start in range(0, len(P), step)]
+    no_index, no_data = np.empty(0, np.int64), np.empty(0)
+    counts = np.concatenate(
+        [_topp_rows(*block, target, no_index, no_data) for block in blocks] or [no_index]
+    )
+    indptr = np.zeros(counts.size + 1, np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    index_dtype = np.int32 if max(P.shape[1], indptr[-1]) < 2**31 else np.int64
+    indices, data = np.empty(indptr[-1], index_dtype), np.empty(indptr[-1])
+    row = 0
+    for block in blocks:
+        n_rows = block[3].shape[0] or block[0].size - 1
+        start, stop = indptr[row], indptr[row + n_rows]
+        _topp_rows(*block, target, indices[start:stop], data[start:stop])
+        row += n_rows
+    matrix = sp.csr_array((data, indices, indptr.astype(index_dtype)), shape=P.shape)
+    matrix.has_sorted_indices = True
+    return matrix
+
+
+def _dense_block(rows: np.ndarray) -> tuple:
+    """The ``_topp_rows`` arguments for a dense row block (checked, C-contiguous)."""
+    rows = np.ascontiguousarray(rows)
+    _check_rows("P", rows)
+    return np.zeros(1, np.int64), np.empty(0, np.int32), np.empty(0), rows
+
+
+def topp_hmm(hmm: HMM, p) -> HMM:
+    """The top-p HMM of ``hmm`` (Definition 4).
+
+    The prior, every transition row and every emission row are replaced by
+    their top-p distributions; transition and emission become CSR arrays, the
+    prior stays a dense vector.
+    """
+    _target(p)
+    return HMM(
+        topp_vector(hmm.prior, p),
+        topp_matrix(hmm.transition, p),
+        topp_matrix(hmm.emission, p),
+    )

@@ -1,0 +1,154 @@
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hmmlearn import _hmmc
+from hmmlearn.hmm import CategoricalHMM
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pipeline.inference import filtering, predict
+from pipeline.models import HMM, build_model
+from pipeline.topp import topp_hmm
+
+from helpers import random_stochastic
+
+
+def random_hmm(seed, n, m, zeros=0.0):
+    rng = np.random.default_rng(seed)
+    return HMM(
+        random_stochastic(rng, 1, n, zeros)[0],
+        random_stochastic(rng, n, n, zeros),
+        random_stochastic(rng, n, m, zeros),
+    )
+
+
+def as_sparse(hmm):
+    return HMM(hmm.prior, sp.csr_array(hmm.transition), sp.csr_array(hmm.emission))
+
+
+def brute_force(hmm, observations):
+    """Filtered beliefs and log evidence by summing over every state path."""
+    T, E = (
+        np.asarray(hmm.transition.todense() if sp.issparse(hmm.transition) else hmm.transition),
+        hmm.emission,
+    )
+    E = E.toarray() if sp.issparse(E) else E
+    n, steps = hmm.n_states, len(observations)
+    beliefs, evidence = np.zeros((steps, n)), 0.0
+    for t in range(steps):
+        joint = np.zeros(n)
+        for path in itertools.product(range(n), repeat=t + 1):
+            weight = hmm.prior[path[0]]
+            for k in range(1, t + 1):
+                weight *= T[path[k - 1], path[k]]
+            for k in range(t + 1):
+                if observations[k] >= 0:
+                    weight *= E[path[k], observations[k]]
+            joint[path[-1]] += weight
+        evidence = joint.sum()
+        beliefs[t] = joint / evidence
+    return beliefs, np.log(evidence)
+
+
+@pytest.mark.parametrize("backend", [lambda h: h, as_sparse], ids=["dense", "sparse"])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 3),
+    m=st.integers(1, 3),
+    observed=st.lists(st.integers(-1, 2), min_size=1, max_size=5),
+)
+def test_brute_force_enumeration(backend, seed, n, m, observed):
+    hmm = backend(random_hmm(seed, n, m))
+    observations = np.array([o if o < m else -1 for o in observed])
+    result = filtering(hmm, observations)
+    beliefs, log_evidence = brute_force(hmm, observations)
+    np.testing.assert_allclose(result.beliefs, beliefs, rtol=1e-10, atol=1e-13)
+    assert result.log_evidence == pytest.approx(log_evidence, rel=1e-10, abs=1e-12)
+    assert result.zero_evidence.size == 0
+
+
+@pytest.mark.parametrize("n", [5, 40, 300])
+def test_against_hmmlearn_forward_pass(n):
+    rng = np.random.default_rng(n)
+    hmm = random_hmm(n, n, 7)
+    observations = rng.integers(0, 7, size=60)
+    reference = CategoricalHMM(n_components=n, n_features=7, implementation="scaling")
+    reference.startprob_, reference.transmat_ = hmm.prior, hmm.transition
+    reference.emissionprob_ = hmm.emission
+    frames = np.ascontiguousarray(hmm.emission[:, observations].T)
+    _, forward_messages, _ = _hmmc.forward_scaling(hmm.prior, hmm.transition, frames)
+    expected = forward_messages / forward_messages.sum(axis=1, keepdims=True)
+    for model in (hmm, as_sparse(hmm)):
+        result = filtering(model, observations)
+        np.testing.assert_allclose(result.beliefs, expected, rtol=1e-9, atol=1e-14)
+        assert result.log_evidence == pytest.approx(
+            reference.score(observations[:, None]), rel=1e-10
+        )
+
+
+@pytest.mark.parametrize("family", ["bell", "dirichlet", "lm_small"])
+def test_dense_and_sparse_agree_at_p_1(family, tmp_path):
+    if family == "lm_small":
+        corpus = tmp_path / "c.txt"
+        corpus.write_text(
+            " ".join(f"w{chr(97 + i % 13)} w{chr(97 + i * 7 % 11)}" for i in range(300))
+        )
+        hmm = build_model("lm", 12, corpus=str(corpus))
+    else:
+        hmm = build_model(family, 60, seed=2)
+    top = topp_hmm(hmm, 1.0)
+    assert top.is_sparse and not hmm.is_sparse
+    np.testing.assert_allclose(predict(top, 30), predict(hmm, 30), rtol=0, atol=1e-12)
+    observations = np.random.default_rng(0).integers(-1, hmm.n_observations, 31)
+    exact, sparse = filtering(hmm, observations), filtering(top, observations)
+    np.testing.assert_allclose(sparse.beliefs, exact.beliefs, rtol=0, atol=1e-12)
+    assert sparse.log_evidence == pytest.approx(exact.log_evidence, abs=1e-9)
+
+
+def test_predict_is_prior_times_powers():
+    hmm = build_model("weather", 6)
+    beliefs = predict(hmm, 4)
+    assert beliefs.shape == (5, 6)
+    for t in range(5):
+        expected = hmm.prior @ np.linalg.matrix_power(hmm.transition, t)
+        np.testing.assert_allclose(beliefs[t], expected)
+    np.testing.assert_array_equal(predict(hmm, 0), hmm.prior[None, :])
+
+
+@pytest.mark.parametrize("backend", [lambda h: h, as_sparse], ids=["dense", "sparse"])
+def test_zero_evidence_keeps_the_prediction(backend):
+    hmm = backend(HMM(np.array([1.0, 0.0]), np.array([[0.5, 0.5], [0.0, 1.0]]), np.eye(2)))
+    result = filtering(hmm, np.array([1, 0, -1, 1]))
+    np.testing.assert_array_equal(result.zero_evidence, [0])
+    assert result.log_evidence == -np.inf
+    np.testing.assert_allclose(result.beliefs, [[1, 0], [1, 0], [0.5, 0.5], [0, 1]])
+    assert np.isfinite(result.beliefs).all()
+
+
+def test_zero_evidence_in_a_top_p_model():
+    # Top-0.5 of a uniform emission row keeps symbols 0..4 only: symbol 7 becomes impossible.
+    top = topp_hmm(build_model("uniform", 10), 0.5)
+    result = filtering(top, np.array([3, 7, -1, 7, 2]))
+    np.testing.assert_array_equal(result.zero_evidence, [1, 3])
+    assert result.log_evidence == -np.inf and np.isfinite(result.beliefs).all()
+    np.testing.assert_allclose(result.beliefs.sum(axis=1), 1.0)
+
+
+def test_elapsed_is_cumulative():
+    for hmm in (build_model("bell", 50), topp_hmm(build_model("bell", 50), 0.9)):
+        elapsed = filtering(hmm, np.full(20, -1)).elapsed
+        assert elapsed.shape == (20,) and elapsed[0] >= 0 and np.all(np.diff(elapsed) >= 0)
+
+
+def test_bad_arguments():
+    hmm = build_model("weather", 6)
+    with pytest.raises(ValueError, match=r"observations\[2\] = 2; allowed: -1 \(none\) or 0..1"):
+        filtering(hmm, [0, 1, 2])
+    with pytest.raises(ValueError, match="integers"):
+        filtering(hmm, [0.5, 1.0])
+    with pytest.raises(ValueError, match="non-empty 1-D"):
+        filtering(hmm, [])
+    with pytest.raises(ValueError, match="horizon must be an integer >= 0"):
+        predict(hmm, -1)

@@ -1,0 +1,182 @@
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pipeline.models import HMM, build_model, dirichlet, family_parameters, lm
+from pipeline.models.corpus import read_documents, stdlib_documents, tokenize
+from pipeline.models.weather import STATES
+
+
+def small_hmm(**overrides):
+    arrays = dict(
+        prior=[0.5, 0.5], transition=[[0.9, 0.1], [0.2, 0.8]], emission=[[0.7, 0.3], [0.4, 0.6]]
+    )
+    arrays.update(overrides)
+    return HMM(
+        **{k: v if sp.issparse(v) else np.asarray(v, dtype=float) for k, v in arrays.items()}
+    )
+
+
+class TestHMMValidation:
+    def test_valid_dense_and_sparse(self):
+        hmm = small_hmm()
+        assert (hmm.n_states, hmm.n_observations, hmm.is_sparse) == (2, 2, False)
+        sparse = HMM(hmm.prior, sp.csr_matrix(hmm.transition), sp.coo_array(hmm.emission))
+        assert isinstance(sparse.transition, sp.csr_array) and sparse.is_sparse
+        assert isinstance(sparse.emission, sp.csr_array)
+
+    def test_row_sum_names_array_row_and_sum(self):
+        with pytest.raises(ValueError, match=r"transition row 1 sums to 0\.9\b"):
+            small_hmm(transition=[[0.9, 0.1], [0.2, 0.7]])
+        with pytest.raises(ValueError, match=r"^prior sums to 1\.1"):
+            small_hmm(prior=[0.6, 0.5])
+        bad = sp.csr_array(np.array([[0.7, 0.3], [0.5, 0.4]]))
+        with pytest.raises(ValueError, match=r"emission row 1 sums to 0\.9"):
+            small_hmm(emission=bad)
+
+    def test_within_tolerance_is_accepted(self):
+        small_hmm(transition=[[0.9 + 5e-10, 0.1], [0.2, 0.8]])
+        with pytest.raises(ValueError, match="within 1e-09"):
+            small_hmm(transition=[[0.9 + 5e-9, 0.1], [0.2, 0.8]])
+
+    @pytest.mark.parametrize("value", [np.nan, np.inf, -0.1])
+    def test_bad_entries_name_position(self, value):
+        with pytest.raises(ValueError, match=r"emission\[1, 0\] = .*finite and non-negative"):
+            small_hmm(emission=[[0.7, 0.3], [value, 0.6]])
+        sparse = sp.csr_array(np.array([[0.7, 0.3], [value, 0.6]]))
+        with pytest.raises(ValueError, match=r"emission\[1, 0\]"):
+            small_hmm(emission=sparse)
+
+    def test_shapes(self):
+        with pytest.raises(ValueError, match=r"transition has shape \(2, 3\)"):
+            small_hmm(transition=[[0.9, 0.1, 0.0], [0.2, 0.8, 0.0]])
+        with pytest.raises(ValueError, match=r"emission has shape \(3, 2\)"):
+            small_hmm(emission=[[0.7, 0.3], [0.4, 0.6], [0.5, 0.5]])
+        with pytest.raises(ValueError, match="prior must be a non-empty 1-D"):
+            small_hmm(prior=[[0.5, 0.5]])
+        with pytest.raises(TypeError, match="prior must be a dense"):
+            HMM(sp.csr_array(np.array([[0.5, 0.5]])), np.eye(2), np.eye(2))
+
+
+class TestWeather:
+    def test_table_1_transposed(self):
+        hmm = build_model("weather", 6)
+        sunny = STATES.index("sunny")
+        np.testing.assert_array_equal(hmm.transition[sunny], [0.3, 0.25, 0.15, 0.2, 0.06, 0.04])
+        # Table 1, column "heavy rain" (current) is our row "heavy rain".
+        np.testing.assert_array_equal(hmm.transition[4], [0.1, 0.2, 0.1, 0.1, 0.2, 0.3])
+        np.testing.assert_allclose(hmm.prior, np.full(6, 1 / 6))
+
+    def test_raincoat_probability(self):
+        hmm = build_model("weather", 6)
+        assert hmm.emission[STATES.index("sunny"), 1] == pytest.approx(0.35)
+        np.testing.assert_allclose(hmm.emission[:, 1], [0.4, 0.6, 0.4, 0.35, 0.7, 0.7])
+
+    def test_only_six_states(self):
+        with pytest.raises(ValueError, match="exactly 6 states"):
+            build_model("weather", 7)
+
+
+class TestSyntheticFamilies:
+    def test_uniform(self):
+        hmm = build_model("uniform", 10)
+        assert np.all(hmm.transition == 0.1) and np.all(hmm.emission == 0.1)
+
+    def test_bell_rows(self):
+        n = 40
+        hmm = build_model("bell", n, seed=5)
+        for row in hmm.transition:
+            big = np.flatnonzero(row > 0.1 / (n - 5) + 1e-15)
+            assert big.size == 5
+            centre = big[np.argmax(row[big])]
+            window = (centre + np.arange(-2, 3)) % n
+            np.testing.assert_allclose(row[window], 0.9 * np.array([1, 4, 6, 4, 1]) / 16)
+            assert row.sum() == pytest.approx(1.0)
+        np.testing.assert_allclose(hmm.emission[7, 5:10], 0.9 * np.array([1, 4, 6, 4, 1]) / 16)
+
+    def test_bell_seeds(self):
+        a, b, c = (build_model("bell", 30, seed=s).transition for s in (1, 1, 2))
+        np.testing.assert_array_equal(a, b)
+        assert not np.array_equal(a, c)
+        with pytest.raises(ValueError, match="n_states >= 6"):
+            build_model("bell", 5)
+
+    def test_dirichlet_seeds_and_alpha(self):
+        a = build_model("dirichlet", 30, seed=1, alpha=0.05)
+        np.testing.assert_array_equal(
+            a.transition, build_model("dirichlet", 30, seed=1, alpha=0.05).transition
+        )
+        assert not np.array_equal(
+            a.transition, build_model("dirichlet", 30, seed=2, alpha=0.05).transition
+        )
+        peaked = np.sort(a.transition, axis=1)[:, -1].mean()
+        flat = np.sort(build_model("dirichlet", 30, seed=1, alpha=10).transition, axis=1)[:, -1]
+        assert peaked > 2 * flat.mean()
+        assert build_model("dirichlet", 30, n_observations=4).emission.shape == (30, 4)
+
+    def test_dirichlet_blocks_regenerate_the_same_rows(self):
+        full = dirichlet.dirichlet_rows(3, dirichlet.TRANSITION, 0, 3000, 700, 0.2)
+        block = dirichlet.dirichlet_rows(3, dirichlet.TRANSITION, 1490, 1600, 700, 0.2)
+        np.testing.assert_array_equal(block, full[1490:1600])
+
+
+class TestLM:
+    TEXT = "the cat sat. the cat ran! a dog sat; the end"
+
+    @pytest.fixture
+    def corpus(self, tmp_path):
+        path = tmp_path / "corpus.txt"
+        path.write_text(self.TEXT)
+        return path
+
+    def test_brute_force_bigrams(self, corpus):
+        # Word counts: the 3, cat 2, sat 2, ran 1, a 1, dog 1, end 1.
+        hmm = build_model("lm", 4, corpus=str(corpus), alpha=0.5)
+        words = lm.vocabulary(read_documents(corpus), 4)
+        assert words == ("the", "cat", "sat", "<unk>")
+        tokens = [w if w in words else "<unk>" for w in tokenize(self.TEXT)]
+        pairs = list(itertools.pairwise(tokens))
+        for i, a in enumerate(words):
+            out = [q for q in pairs if q[0] == a]
+            for j, b in enumerate(words):
+                expected = Fraction(sum(q[1] == b for q in out)) + Fraction(1, 2)
+                expected /= len(out) + Fraction(1, 2) * 4
+                assert hmm.transition[i, j] == pytest.approx(float(expected), abs=1e-15)
+        np.testing.assert_allclose(hmm.prior, [3 / 11, 2 / 11, 2 / 11, 4 / 11])
+        assert isinstance(hmm.emission, sp.csr_array)
+        np.testing.assert_array_equal(hmm.emission.toarray(), np.eye(4))
+
+    def test_folder_corpus_and_errors(self, tmp_path, corpus):
+        (tmp_path / "binary.bin").write_bytes(b"\xff\xfe\x00")
+        assert read_documents(tmp_path) == (self.TEXT,)
+        with pytest.raises(ValueError, match=r"7 word types; n_states=9 needs at least 8 \("):
+            build_model("lm", 9, corpus=str(corpus))
+        with pytest.raises(FileNotFoundError, match=r"corpus '.*nowhere' does not exist"):
+            build_model("lm", 3, corpus=str(tmp_path / "nowhere"))
+
+    def test_default_corpus_is_large_enough_for_the_paper(self):
+        words = lm.vocabulary(stdlib_documents(), 7620)
+        assert len(words) == 7620 and words[-1] == "<unk>" and "the" in words[:5]
+
+
+class TestBuildModel:
+    def test_unknown_family_lists_allowed(self):
+        with pytest.raises(ValueError, match="unknown model family 'foo'; allowed: weather, "):
+            build_model("foo", 10)
+
+    def test_unknown_parameter(self):
+        with pytest.raises(ValueError, match="unknown parameter 'beta' for model family 'bell'"):
+            build_model("bell", 10, beta=1)
+
+    @pytest.mark.parametrize("n", [1, 0, 2.5, True])
+    def test_bad_n_states(self, n):
+        with pytest.raises(ValueError, match="n_states must be an integer >= 2"):
+            build_model("uniform", n)
+
+    def test_family_parameters(self):
+        assert family_parameters("dirichlet") == {"alpha": 0.1, "n_observations": None}
+        assert family_parameters("lm") == {"corpus": None, "alpha": 0.01}
+        assert family_parameters("bell") == {}
