@@ -4,8 +4,10 @@ Two backends behind one signature and one result type, chosen by the
 representation of ``hmm.transition``:
 
 - dense: one BLAS matrix-vector product (``belief @ T``) per step;
-- sparse (CSR): the compiled loop of ``pipeline._csr``, which touches only
-  the stored entries of the rows of states with non-zero belief.
+- sparse (CSR): touches only the stored entries of the rows of states with
+  non-zero belief.
+
+Both run the whole horizon in one compiled loop (``pipeline._kernels``).
 
 Conventions: ``observations[t]`` is the symbol observed at step ``t`` or -1
 for none. Step 0 is the prior conditioned on ``observations[0]``; every later
@@ -17,13 +19,12 @@ states and symbols), the step keeps the predicted belief, the step is listed in
 
 from __future__ import annotations
 
-import time
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline import _csr
+from pipeline import _kernels
 from pipeline.models.hmm import HMM
 
 
@@ -83,37 +84,14 @@ def filtering(hmm: HMM, observations) -> FilterResult:
     zero = np.zeros(steps, dtype=bool)
     if hmm.is_sparse:
         T = hmm.transition
-        log_evidence = _csr.forward(
+        log_evidence = _kernels.forward_csr(
             T.indptr, T.indices, T.data, hmm.prior, likelihoods, rows, beliefs, elapsed, zero
         )
     else:
-        log_evidence = _forward_dense(
+        log_evidence = _kernels.forward_dense(
             hmm.transition, hmm.prior, likelihoods, rows, beliefs, elapsed, zero
         )
     return FilterResult(beliefs, float(log_evidence), np.flatnonzero(zero), elapsed)
-
-
-def _forward_dense(T, prior, likelihoods, rows, beliefs, elapsed, zero) -> float:
-    """The dense twin of ``pipeline._csr.forward``: same arguments, same outputs."""
-    log_evidence = 0.0
-    start = time.perf_counter()
-    for t in range(rows.size):
-        belief = beliefs[t]
-        if t == 0:
-            belief[:] = prior
-        else:
-            np.matmul(beliefs[t - 1], T, out=belief)
-        if rows[t] >= 0:
-            joint = belief * likelihoods[rows[t]]
-            evidence = joint.sum()
-            if evidence > 0.0:
-                np.divide(joint, evidence, out=belief)
-                log_evidence += np.log(evidence)
-            else:
-                zero[t] = True
-                log_evidence = -np.inf
-        elapsed[t] = time.perf_counter() - start
-    return log_evidence
 
 
 def _validate_observations(observations, n_observations: int) -> np.ndarray:

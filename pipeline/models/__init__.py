@@ -1,5 +1,8 @@
 """Model families (one module each) and the validated ``HMM`` container.
 
+Every family module has ``build(n_states, seed=0, **params) -> HMM`` and a
+cheap ``check(n_states, **params)`` that raises on values ``build`` rejects.
+
 >>> from pipeline.models import build_model
 >>> build_model("weather", 6).n_states
 6
@@ -8,24 +11,33 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from types import ModuleType
 
 from pipeline.models import bell, dirichlet, lm, uniform, weather
 from pipeline.models.hmm import HMM
 
-FAMILIES: dict[str, Callable[..., HMM]] = {
-    "weather": weather.build,
-    "uniform": uniform.build,
-    "bell": bell.build,
-    "lm": lm.build,
-    "dirichlet": dirichlet.build,
+FAMILIES: dict[str, ModuleType] = {
+    "weather": weather,
+    "uniform": uniform,
+    "bell": bell,
+    "lm": lm,
+    "dirichlet": dirichlet,
 }
-"""Family name -> ``build(n_states, seed=0, **params)``."""
+"""Family name -> its module."""
+
+
+def _family(family: str) -> ModuleType:
+    try:
+        return FAMILIES[family]
+    except KeyError:
+        raise ValueError(
+            f"unknown model family {family!r}; allowed: {', '.join(FAMILIES)}"
+        ) from None
 
 
 def family_parameters(family: str) -> dict[str, object]:
     """The keyword parameters of ``family`` beyond ``n_states`` and ``seed``, with defaults."""
-    signature = inspect.signature(_builder(family))
+    signature = inspect.signature(_family(family).build)
     return {
         name: parameter.default
         for name, parameter in signature.parameters.items()
@@ -33,13 +45,22 @@ def family_parameters(family: str) -> dict[str, object]:
     }
 
 
-def _builder(family: str) -> Callable[..., HMM]:
-    try:
-        return FAMILIES[family]
-    except KeyError:
+def check_model(family: str, n_states: int, **params) -> None:
+    """Raise ``ValueError`` (or ``FileNotFoundError``) for arguments ``build_model`` rejects.
+
+    Cheap: nothing is built and no corpus is read.
+    """
+    module = _family(family)
+    allowed = family_parameters(family)
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
         raise ValueError(
-            f"unknown model family {family!r}; allowed: {', '.join(FAMILIES)}"
-        ) from None
+            f"unknown parameter {unknown[0]!r} for model family {family!r}; "
+            f"allowed: {', '.join(allowed) or 'none'}"
+        )
+    if isinstance(n_states, bool) or int(n_states) != n_states or n_states < 2:
+        raise ValueError(f"n_states must be an integer >= 2, got {n_states!r}")
+    module.check(int(n_states), **params)
 
 
 def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
@@ -50,17 +71,8 @@ def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
     ``dirichlet`` (random peaked rows); see each module's docstring.
     ``params`` are the family's keyword parameters (``family_parameters``).
     """
-    builder = _builder(family)
-    allowed = family_parameters(family)
-    unknown = sorted(set(params) - set(allowed))
-    if unknown:
-        raise ValueError(
-            f"unknown parameter {unknown[0]!r} for model family {family!r}; "
-            f"allowed: {', '.join(allowed) or 'none'}"
-        )
-    if isinstance(n_states, bool) or int(n_states) != n_states or n_states < 2:
-        raise ValueError(f"n_states must be an integer >= 2, got {n_states!r}")
-    return builder(int(n_states), seed=seed, **params)
+    check_model(family, n_states, **params)
+    return _family(family).build(int(n_states), seed=seed, **params)
 
 
-__all__ = ["FAMILIES", "HMM", "build_model", "family_parameters"]
+__all__ = ["FAMILIES", "HMM", "build_model", "check_model", "family_parameters"]

@@ -47,6 +47,12 @@ def centres(n_states: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n_states, size=n_states)
 
 
+def check(n_states: int) -> None:
+    """Raise ``ValueError`` unless ``n_states >= 6`` (five bell states and a background)."""
+    if n_states < BELL.size + 1:
+        raise ValueError(f"the bell family needs n_states >= 6, got {n_states}")
+
+
 def build(n_states: int, seed: int = 0) -> HMM:
     """The Bell HMM with ``n_states`` states and as many observations.
 
@@ -58,8 +64,7 @@ def build(n_states: int, seed: int = 0) -> HMM:
 
     Needs ``n_states >= 6`` so that the background is not empty.
     """
-    if n_states < BELL.size + 1:
-        raise ValueError(f"the bell family needs n_states >= 6, got {n_states}")
+    check(n_states)
     transition = bell_rows(centres(n_states, seed), n_states)
     emission = bell_rows(np.arange(n_states), n_states)
     return HMM(np.full(n_states, 1.0 / n_states), transition, emission)

@@ -40,6 +40,14 @@ def dirichlet_rows(
     return rows[offset : offset + stop - start]
 
 
+def check(n_states: int, *, alpha: float = 0.1, n_observations: int | None = None) -> None:
+    """Raise ``ValueError`` unless ``alpha > 0`` and ``n_observations`` is None or >= 1."""
+    if not alpha > 0:
+        raise ValueError(f"the dirichlet family needs alpha > 0, got alpha={alpha}")
+    if n_observations is not None and n_observations < 1:
+        raise ValueError(f"the dirichlet family needs n_observations >= 1, got {n_observations}")
+
+
 def build(
     n_states: int, seed: int = 0, *, alpha: float = 0.1, n_observations: int | None = None
 ) -> HMM:
@@ -56,11 +64,8 @@ def build(
     n_observations : int, optional
         Number of observation symbols; defaults to ``n_states`` as in the paper's models.
     """
-    if not alpha > 0:
-        raise ValueError(f"the dirichlet family needs alpha > 0, got alpha={alpha}")
+    check(n_states, alpha=alpha, n_observations=n_observations)
     m = n_states if n_observations is None else n_observations
-    if m < 1:
-        raise ValueError(f"the dirichlet family needs n_observations >= 1, got {m}")
     prior = dirichlet_rows(seed, PRIOR, 0, 1, n_states, alpha)[0]
     transition = dirichlet_rows(seed, TRANSITION, 0, n_states, n_states, alpha)
     emission = dirichlet_rows(seed, EMISSION, 0, n_states, m, alpha)

@@ -7,6 +7,10 @@ import numpy as np
 from pipeline.models.hmm import HMM
 
 
+def check(n_states: int) -> None:
+    """Every ``n_states >= 2`` is valid."""
+
+
 def build(n_states: int, seed: int = 0) -> HMM:
     """Uniform prior, transitions and emissions over ``n_states`` states and observations.
 

@@ -24,6 +24,12 @@ TRANSITION = np.array(
 )
 
 
+def check(n_states: int) -> None:
+    """Raise ``ValueError`` unless ``n_states`` is 6."""
+    if n_states != len(STATES):
+        raise ValueError(f"the weather family has exactly 6 states, got n_states={n_states}")
+
+
 def build(n_states: int = 6, seed: int = 0) -> HMM:
     """The 6-state weather HMM of Example 1; it has no randomness and no parameters.
 
@@ -33,8 +39,7 @@ def build(n_states: int = 6, seed: int = 0) -> HMM:
     T[s, thunderstorm]``, so 0.35 when sunny as in the paper. ``seed`` is
     accepted for a uniform family signature and ignored.
     """
-    if n_states != len(STATES):
-        raise ValueError(f"the weather family has exactly 6 states, got n_states={n_states}")
+    check(n_states)
     raincoat = TRANSITION[:, RAINY].sum(axis=1)
     emission = np.column_stack([1.0 - raincoat, raincoat])
     return HMM(np.full(6, 1 / 6), TRANSITION.copy(), emission)

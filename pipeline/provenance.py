@@ -1,0 +1,90 @@
+"""What a results store records about how it was made."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import platform
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+PACKAGES = (
+    "topp-pipeline",
+    "numpy",
+    "scipy",
+    "numba",
+    "dask",
+    "distributed",
+    "zarr",
+    "xarray",
+    "hydra-core",
+    "threadpoolctl",
+)
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = "not installed"
+    return found
+
+
+def git_commit() -> str:
+    """The commit of the repository holding this package, or 'unknown'."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def blas() -> str:
+    info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    return f"{info.get('name', 'unknown')} {info.get('version', '')}".strip()
+
+
+def provenance() -> dict[str, str]:
+    """Host, CPU, BLAS, package versions and git commit of the client process."""
+    return {
+        "host": platform.node(),
+        "cpu": cpu(),
+        "platform": platform.platform(),
+        "blas": blas(),
+        "versions": "\n".join(f"{k} {v}" for k, v in versions().items()),
+        "git_commit": git_commit(),
+    }

@@ -1,0 +1,224 @@
+"""``python -m pipeline.sweep``: run a Hydra-configured grid on Dask into a zarr store.
+
+    python -m pipeline.sweep                                  # default experiment, local cluster
+    python -m pipeline.sweep experiment=smoke                 # seconds
+    python -m pipeline.sweep cluster=address cluster.address=tcp://host:8786
+    python -m pipeline.sweep grid.p=[0.8,0.9] store=outputs/mine.zarr
+
+The layers: config (``pipeline.config``) -> grid (``pipeline.grid``) -> task
+graph (``pipeline.graph``) -> store (``pipeline.store``) -> analysis. This
+module makes the Dask client and passes it down. Running the same command
+again resumes: only cells not yet done are computed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+import hydra
+from distributed import as_completed
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
+from hydra.types import RunMode
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from pipeline import graph, open_results, tasks
+from pipeline.analysis import summary_table
+from pipeline.cluster import connect
+from pipeline.config import REPOSITORY, ConfigError, check_writable, register, validate
+from pipeline.grid import Grid
+from pipeline.progress import Progress
+from pipeline.provenance import now, provenance
+from pipeline.store import ResultStore
+
+VERSION_BASE = "1.3"
+CONFIG_DIR = REPOSITORY / "conf"
+log = logging.getLogger("pipeline.sweep")
+
+
+def store_path(cfg) -> Path:
+    """``store`` if set; else ``outputs/<experiment>/results.zarr`` (a multirun job's own dir)."""
+    if cfg.store:
+        return Path(cfg.store)
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        return Path(hydra_cfg.runtime.output_dir) / "results.zarr"
+    return Path("outputs") / hydra_cfg.runtime.choices["experiment"] / "results.zarr"
+
+
+def _message(error: BaseException) -> str:
+    first = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {first[0] if first else ''}"[:500]
+
+
+def compute(client, grid: Grid, store: ResultStore, cfg) -> None:
+    """Compute the cells the store lacks; record each and flush every ``flush_seconds``."""
+    cells = store.todo()
+    progress = Progress(len(grid.cells()), store.n_done, interval=cfg.progress_seconds)
+    futures = graph.submit(client, grid, cells, timing=cfg.timing, retries=cfg.retries)
+    log.info("%d cells to compute, %d already done", len(cells), store.n_done)
+    finished = as_completed(futures, with_results=True, raise_errors=False)
+    last_flush, pending = time.monotonic(), False
+    try:
+        while not finished.is_empty():
+            batch = finished.next_batch(block=False)
+            for future, result in batch:
+                cell = futures.pop(future)
+                if future.status == "error":
+                    store.record_failure(cell, _message(result[1]))
+                    log.warning("cell %s failed: %s", cell, _message(result[1]))
+                    progress.advance(failed=1)
+                else:
+                    store.record(cell, result)
+                    progress.advance(finished=1)
+                pending = True
+            if pending and time.monotonic() - last_flush >= cfg.flush_seconds:
+                store.flush()
+                last_flush, pending = time.monotonic(), False
+            if not batch:
+                time.sleep(0.02)
+    finally:
+        store.flush()
+        progress.close()
+
+
+def run(cfg) -> int:
+    """The sweep of a composed config; returns the exit status (1 if any cell failed)."""
+    validate(cfg)
+    grid = Grid.from_config(cfg)
+    path = store_path(cfg)
+    check_writable(path)
+    ResultStore.check(path, grid, overwrite=cfg.overwrite)
+    with connect(cfg.cluster) as client:
+        log.info("Dask dashboard: %s", client.dashboard_link)
+        attrs = {
+            "config": OmegaConf.to_yaml(cfg, resolve=True),
+            "start_time": now(),
+            **provenance(),
+        }
+        store = ResultStore.open(path, grid, attrs, overwrite=cfg.overwrite)
+        threads = client.run(tasks.blas_threads)
+        store.update_attrs(
+            worker_blas_threads=f"{min(threads.values())} to {max(threads.values())} "
+            f"before timing; {cfg.timing.blas_threads} while timing",
+            workers=len(threads),
+        )
+        compute(client, grid, store, cfg)
+        store.update_attrs(end_time=now())
+    print(summary_table(open_results(path)))
+    print(f"results: {path}  (xr.open_zarr({str(path)!r}))")
+    if store.n_failed:
+        print(
+            f"{store.n_failed} cells failed; see the `error` variable. Run the same "
+            "command again to retry them.",
+            file=sys.stderr,
+        )
+    return 1 if store.n_failed else 0
+
+
+@hydra.main(version_base=VERSION_BASE, config_path=str(CONFIG_DIR), config_name="config")
+def _hydra_main(cfg) -> None:
+    try:
+        status = run(cfg)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    if status:
+        sys.exit(status)
+
+
+def _allowed_keys(error: OmegaConfBaseException) -> str:
+    schema = getattr(error, "object_type", None)
+    if dataclasses.is_dataclass(schema):
+        return "; allowed: " + ", ".join(f.name for f in dataclasses.fields(schema))
+    return ""
+
+
+def _composition_error(error: Exception) -> str:
+    """A one-line description of why Hydra could not compose the overrides."""
+    if isinstance(error, OverrideParseException):
+        return f"cannot parse the override {error.override!r}: {str(error).splitlines()[0]}"
+    if isinstance(error, MissingConfigException):
+        found = re.search(r"Could not find '([^/']+)/([^']+)'", str(error))
+        if found:
+            group, option = found.groups()
+            options = re.findall(
+                r"^\t(\S+)$", str(error).split("Config search path")[0], re.MULTILINE
+            )
+            return f"{group}={option}: no such {group}; allowed: {', '.join(options)}"
+    cause = error.__cause__
+    if isinstance(cause, OmegaConfBaseException):
+        key = getattr(cause, "full_key", None) or "config"
+        detail = str(cause).strip().splitlines()[0]
+        return f"{key}: {detail}{_allowed_keys(cause) if 'not in' in detail else ''}"
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+
+
+def _check_overrides(overrides: list[str]) -> str | None:
+    """Compose the config once to report a bad override in one line; None if it composes.
+
+    Hydra's flags (``-m``, ``--cfg``, ``--help``...) and sweep syntax are left to Hydra.
+    """
+    if any(o.startswith("-") for o in overrides):
+        return None
+    from hydra import compose, initialize_config_dir
+
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=VERSION_BASE):
+            compose("config", overrides=overrides, return_hydra_config=True)
+    except (HydraException, OmegaConfBaseException, ValueError) as error:
+        return _composition_error(error)
+    return None
+
+
+def replaceable(overrides: list[str]) -> list[str]:
+    """Let ``grid.n_states=...`` switch between its list and mapping forms.
+
+    Hydra merges an override into the node it replaces, and OmegaConf cannot
+    merge a mapping into a list (or back); setting the node to null first can.
+    """
+    out = []
+    for override in overrides:
+        if override.startswith("grid.n_states=") and override != "grid.n_states=null":
+            out.append("grid.n_states=null")
+        out.append(override)
+    return out
+
+
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    """Entry point: register configs, report bad overrides in one line, run under Hydra."""
+    try:
+        register()
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    sys.argv[1:] = replaceable(sys.argv[1:])
+    problem = _check_overrides(sys.argv[1:])
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        sys.exit(2)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        _hydra_main()
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: finished cells are stored; run the same command to resume",
+            file=sys.stderr,
+        )
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""The sweep end to end: a real LocalCluster with worker processes, read back with plain xarray."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from pipeline.inference import predict
+from pipeline.metrics import minimal_mixing_rate, sparsity, total_variation
+from pipeline.models import build_model
+from pipeline.tasks import observations
+from pipeline.topp import topp_hmm
+
+from helpers import TINY, sweep
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("smoke")
+    result = sweep(*TINY, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return cwd / "outputs" / "smoke" / "results.zarr", result
+
+
+def test_store_layout(smoke):
+    path, result = smoke
+    ds = xr.open_zarr(path)
+    assert dict(ds.sizes) == {"family": 3, "n_states": 2, "p": 2, "seed": 2, "mode": 2, "t": 11}
+    assert ds.family.values.tolist() == ["bell", "uniform", "dirichlet"]
+    assert bool(ds.done.all()) and not bool(ds.failed.any())
+    for name, variable in ds.data_vars.items():
+        assert variable.attrs.get("units") and variable.attrs.get("long_name"), name
+    for key in (
+        "config",
+        "versions",
+        "git_commit",
+        "host",
+        "cpu",
+        "blas",
+        "start_time",
+        "end_time",
+        "worker_blas_threads",
+    ):
+        assert ds.attrs[key], key
+    assert "family  n_states    p  speedup predict" in result.stdout
+    assert "48/48 cells" in result.stderr
+
+
+def test_values_match_the_library(smoke):
+    """Recompute a few cells in-process: every coordinate must label its own result."""
+    ds = xr.open_zarr(smoke[0]).load()
+    for family, n, p, seed in [
+        ("bell", 40, 0.9, 1),
+        ("dirichlet", 20, 0.5, 0),
+        ("uniform", 40, 0.5, 1),
+    ]:
+        hmm = build_model(family, n, seed=seed)
+        top = topp_hmm(hmm, p)
+        cell = ds.sel(family=family, n_states=n, p=p, seed=seed)
+        tv = total_variation(predict(hmm, 10), predict(top, 10))
+        np.testing.assert_allclose(cell.tv.sel(mode="predict"), tv, rtol=0, atol=1e-12)
+        assert float(cell.gamma) == pytest.approx(minimal_mixing_rate(hmm.transition))
+        assert float(cell.sparsity) == sparsity(top.transition)
+        assert float(cell.nnz) == top.transition.nnz
+        observed = observations(hmm, "filter", 10, 2, seed)
+        assert (observed[1::2] == -1).all() and (observed[::2] >= 0).all()
+
+
+def test_metrics_are_consistent(smoke):
+    ds = xr.open_zarr(smoke[0]).load()
+    predicted = ds.sel(mode="predict")
+    assert bool((predicted.tv <= predicted.bound + 1e-9).all())
+    assert bool((ds.bound <= ds.bound_linear + 1e-12).all())
+    assert bool((ds.runtime_dense.diff("t") >= 0).all())
+    assert bool((ds.runtime_sparse_min <= ds.runtime_sparse + 1e-12).all())
+    assert bool((ds.speedup > 0).all()) and bool((ds.repeats >= 1).all())
+    assert bool(ds.log_evidence.sel(mode="predict").isnull().all())
+    assert bool(np.isfinite(ds.log_evidence.sel(mode="filter")).all())
+    assert bool((ds.doeblin <= ds.gamma + 1e-12).all())
+
+
+def test_rerun_computes_nothing(smoke, tmp_path):
+    path, _ = smoke
+    again = sweep(*TINY, f"store={path}", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "0 cells to compute, 48 already done" in again.stderr
+    assert xr.open_zarr(path).attrs["runs"] == 2
+
+
+def test_failing_cells_are_recorded_and_the_sweep_goes_on(tmp_path):
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text("one two three four five six seven eight nine ten " * 3)
+    result = sweep(
+        *TINY,
+        "grid.families=[bell,lm]",
+        "grid.n_states={bell:[20],lm:[40]}",
+        f"model.lm.corpus={corpus}",
+        "retries=1",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    assert "8 cells failed" in result.stderr
+    ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr")
+    lm = ds.sel(family="lm", n_states=40)
+    assert bool(lm.failed.all()) and not bool(lm.done.any())
+    assert "word types; n_states=40 needs at least 39" in str(lm.error.values.flat[0])
+    assert bool(ds.sel(family="bell", n_states=20).done.all())
+    assert ds.in_grid.values.tolist() == [[True, False], [False, True]]
+
+
+def test_hydra_multirun_gives_each_job_its_own_store(tmp_path):
+    result = sweep("-m", *TINY, "grid.families=[bell]", "grid.horizon=3,4", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    stores = sorted((tmp_path / "outputs" / "multirun").glob("*/*/results.zarr"))
+    assert [xr.open_zarr(s).sizes["t"] for s in stores] == [4, 5]
