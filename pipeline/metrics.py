@@ -66,11 +66,11 @@ def _gamma_csr(indptr, indices, data, n, rows, best):
     n_rows = indptr.size - 1
     for i in rows:
         for q in range(indptr[i], indptr[i + 1]):
-            dense[indices[q]] = data[q]
+            dense[np.uintp(indices[q])] = data[q]
         for k in range(i + 1, n_rows):
             s = 0.0
             for q in range(indptr[k], indptr[k + 1]):
-                s += min(dense[indices[q]], data[q])
+                s += min(dense[np.uintp(indices[q])], data[q])
                 if (q - indptr[k]) % _CHUNK == _CHUNK - 1 and s >= best:
                     break
             if s < best:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -78,11 +79,21 @@ def blas() -> str:
     return f"{info.get('name', 'unknown')} {info.get('version', '')}".strip()
 
 
+def memory() -> str:
+    """Total memory of this machine, e.g. '23.5 GiB'."""
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return "unknown"
+    return f"{pages * size / 2**30:.1f} GiB"
+
+
 def provenance() -> dict[str, str]:
-    """Host, CPU, BLAS, package versions and git commit of the client process."""
+    """Host, CPU, memory, BLAS, package versions and git commit of the client process."""
     return {
         "host": platform.node(),
-        "cpu": cpu(),
+        "cpu": f"{cpu()}, {os.cpu_count()} cores",
+        "memory": memory(),
         "platform": platform.platform(),
         "blas": blas(),
         "versions": "\n".join(f"{k} {v}" for k, v in versions().items()),

@@ -52,18 +52,15 @@ VARIABLES: dict[str, Variable] = {
     "doeblin": Variable(MODEL, "1", "Doeblin lower bound sum_j min_i T[i, j] on gamma"),
     "sparsity": Variable(TOPP, "1", "fraction of zero entries of the top-p transition matrix"),
     "nnz": Variable(TOPP, "1", "stored entries of the top-p transition matrix"),
-    "runtime_dense": Variable(
-        (*CELL, "t"), "s", "cumulative runtime of exact dense inference to step t, median"
-    ),
-    "runtime_dense_min": Variable(
-        (*CELL, "t"), "s", "cumulative runtime of exact dense inference to step t, min"
-    ),
-    "runtime_sparse": Variable(
-        (*CELL, "t"), "s", "cumulative runtime of top-p sparse inference to step t, median"
-    ),
-    "runtime_sparse_min": Variable(
-        (*CELL, "t"), "s", "cumulative runtime of top-p sparse inference to step t, min"
-    ),
+    **{
+        f"runtime_{backend}{suffix}": Variable(
+            (*CELL, "t"),
+            "s",
+            f"cumulative runtime of {what} inference to step t, {statistic} over repeats",
+        )
+        for backend, what in (("dense", "exact dense"), ("sparse", "top-p sparse"))
+        for suffix, statistic in (("", "median"), ("_min", "min"), ("_max", "max"))
+    },
     "repeats": Variable(CELL, "1", "interleaved dense/sparse run pairs timed"),
     "speedup": Variable(
         CELL, "1", "dense over sparse runtime of the whole horizon, median of repeats"
@@ -164,13 +161,21 @@ class ResultStore:
         if not path.exists():
             return False
         try:
-            stored = zarr.open_group(path, mode="r", use_consolidated=False).attrs["grid"]
+            group = zarr.open_group(path, mode="r", use_consolidated=False)
+            stored = group.attrs["grid"]
         except (KeyError, FileNotFoundError, ValueError, TypeError):
             raise ConfigError(
                 "store",
                 f"{path} exists but is not a results store of this pipeline; choose another store=",
             ) from None
-        if stored == grid.fingerprint():
+        missing = sorted(set(VARIABLES) - set(group.array_keys()))
+        if missing and not overwrite:
+            raise ConfigError(
+                "store",
+                f"{path} was written by an older version of the pipeline (it lacks "
+                f"{', '.join(missing)}); pass overwrite=true to compute it again",
+            )
+        if stored == grid.fingerprint() and not missing:
             return True
         if overwrite:
             return False

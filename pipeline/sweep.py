@@ -105,10 +105,11 @@ def run(cfg) -> int:
         }
         store = ResultStore.open(path, grid, attrs, overwrite=cfg.overwrite)
         threads = client.run(tasks.blas_threads)
+        low, high = min(threads.values()), max(threads.values())
         store.update_attrs(
-            worker_blas_threads=f"{min(threads.values())} to {max(threads.values())} "
-            f"before timing; {cfg.timing.blas_threads} while timing",
             workers=len(threads),
+            worker_blas_threads=str(low) if low == high else f"{low} to {high}",
+            timing_blas_threads=cfg.timing.blas_threads,
         )
         compute(client, grid, store, cfg)
         store.update_attrs(end_time=now())

@@ -122,7 +122,7 @@ def run_cell(
     made moments apart: the median over repeats of the per-repeat ratio of
     total runtimes. Pairs repeat at least ``repeats`` times and until they
     took ``min_seconds`` (at most ``max_repeats``). Runtimes are cumulative per
-    step (min and median).
+    step (min, median and max).
     """
     dense, sparse = [], []
     pair = (model.hmm, approximation.hmm)
@@ -144,8 +144,10 @@ def run_cell(
         "bound_mixing": bounds["mixing"][0],
         "runtime_dense": np.median(dense_time, axis=0),
         "runtime_dense_min": dense_time.min(axis=0),
+        "runtime_dense_max": dense_time.max(axis=0),
         "runtime_sparse": np.median(sparse_time, axis=0),
         "runtime_sparse_min": sparse_time.min(axis=0),
+        "runtime_sparse_max": sparse_time.max(axis=0),
         "speedup": float(np.median(dense_time[:, -1] / sparse_time[:, -1])),
         "repeats": float(len(dense)),
         "log_evidence": exact.log_evidence if mode == "filter" else np.nan,

@@ -7,3 +7,17 @@ from hypothesis import settings
 settings.register_profile("ci", deadline=None, max_examples=60, derandomize=True)
 settings.register_profile("dev", deadline=None, max_examples=300)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+import pytest  # noqa: E402
+
+from helpers import TINY, sweep  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def smoke(tmp_path_factory):
+    """A real smoke sweep on a 2-worker LocalCluster: (store path, completed process)."""
+    cwd = tmp_path_factory.mktemp("smoke")
+    result = sweep(*TINY, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return cwd / "outputs" / "smoke" / "results.zarr", result

@@ -13,14 +13,6 @@ from pipeline.topp import topp_hmm
 from helpers import TINY, sweep
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    cwd = tmp_path_factory.mktemp("smoke")
-    result = sweep(*TINY, cwd=cwd)
-    assert result.returncode == 0, result.stderr
-    return cwd / "outputs" / "smoke" / "results.zarr", result
-
-
 def test_store_layout(smoke):
     path, result = smoke
     ds = xr.open_zarr(path)
