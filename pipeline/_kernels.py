@@ -47,14 +47,29 @@ def _advance_csr(indptr, indices, data, belief, out):
     """``out = belief @ T`` for CSR ``T``: scatter each non-zero state's row.
 
     Column indices are read as unsigned so that numba skips its negative-index
-    wraparound on every access (a quarter of the step's time at 5 entries per row).
+    wraparound on every access (a quarter of the step's time at 5 entries per
+    row), and four entries are loaded before they are added, since the compiler
+    cannot tell that ``out`` does not alias the matrix (15% on long rows).
     """
     out[:] = 0.0
     for i in range(belief.size):
         weight = belief[i]
-        if weight != 0.0:
-            for k in range(indptr[i], indptr[i + 1]):
-                out[np.uintp(indices[k])] += weight * data[k]
+        if weight == 0.0:
+            continue
+        k, stop = indptr[i], indptr[i + 1]
+        while k + 4 <= stop:
+            j0, j1 = np.uintp(indices[k]), np.uintp(indices[k + 1])
+            j2, j3 = np.uintp(indices[k + 2]), np.uintp(indices[k + 3])
+            v0, v1 = weight * data[k], weight * data[k + 1]
+            v2, v3 = weight * data[k + 2], weight * data[k + 3]
+            out[j0] += v0
+            out[j1] += v1
+            out[j2] += v2
+            out[j3] += v3
+            k += 4
+        while k < stop:
+            out[np.uintp(indices[k])] += weight * data[k]
+            k += 1
 
 
 @numba.njit(cache=True, nogil=True)

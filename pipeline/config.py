@@ -155,6 +155,8 @@ class SweepConfig:
     """Results location; default ``outputs/<experiment>/results.zarr``."""
     overwrite: bool = False
     """Replace an existing store made from a different grid instead of refusing."""
+    fuse_states: int = 500
+    """Models with at most this many states compute all their cells in one Dask task."""
     retries: int = 2
     """How often a task that raised is retried before its cells are marked failed."""
     flush_seconds: float = 2.0
@@ -287,6 +289,7 @@ def validate(cfg) -> None:
         ("timing.max_repeats", cfg.timing.max_repeats, cfg.timing.repeats),
         ("timing.blas_threads", cfg.timing.blas_threads, 1),
         ("retries", cfg.retries, 0),
+        ("fuse_states", cfg.fuse_states, 0),
     ):
         if value < least:
             raise ConfigError(key, f"{value} is not allowed; allowed: integers >= {least}")

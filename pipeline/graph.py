@@ -1,13 +1,17 @@
-"""The sweep's task graph: shared work once, one task per cell, deterministic keys.
+"""The sweep's task graph: shared work once, deterministic keys.
 
 Per ``(family, n_states, seed)``: one model build and one gamma; per model and
 mode: one exact reference run; per model and ``p``: one top-p build; per cell:
-the timed dense/sparse runs and the metrics. Keys name the work and carry a
-token of the grid, so two sweeps on one scheduler never share a result by
-accident, while resubmitting the same sweep reuses whatever is still there.
+the timed dense/sparse runs and the metrics. Models of at most ``fuse_states``
+states do all of that in a single task (``tasks.run_model``), because a Dask
+task costs milliseconds and their work costs less. Keys name the work and carry
+a token of the grid and the timing, so two sweeps on one scheduler never share
+a result by accident, while resubmitting the same sweep reuses what is there.
 """
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 from dask.base import tokenize
 from distributed import Client, Future
@@ -17,13 +21,14 @@ from pipeline.grid import Cell, Grid
 
 
 def submit(
-    client: Client, grid: Grid, cells: list[Cell], *, timing, retries: int
-) -> dict[Future, Cell]:
-    """Submit everything ``cells`` need; return each cell's future.
+    client: Client, grid: Grid, cells: list[Cell], *, timing, retries: int, fuse_states: int
+) -> dict[Future, list[Cell]]:
+    """Submit everything ``cells`` need; return each future with the cells it computes.
 
-    Only the cell futures are returned: shared intermediate results are
-    released by the scheduler as soon as the cells that need them finish.
-    Cells are submitted model by model, so earlier models finish first.
+    A future's result is a ``tasks.CellResult``, or a list of them (one per
+    cell, in order) for a fused model. Only these futures are returned: shared
+    intermediate results are released as soon as the cells that need them
+    finish. Cells are submitted model by model, so earlier models finish first.
     """
     timing = {
         "repeats": timing.repeats,
@@ -36,6 +41,9 @@ def submit(
     def key(*parts) -> str:
         return "-".join(str(part) for part in (*parts, token))
 
+    by_model: dict[tuple, list[Cell]] = defaultdict(list)
+    for cell in cells:
+        by_model[cell.family, cell.n_states, cell.seed].append(cell)
     shared: dict[tuple, Future] = {}
 
     def once(name: str, parts: tuple, function, *args) -> Future:
@@ -46,33 +54,49 @@ def submit(
             )
         return shared[name, parts]
 
-    cell_futures = {}
-    for cell in cells:
-        point = (cell.family, cell.n_states, cell.seed)
-        model = once("model", point, tasks.build, *point, grid.params[cell.family])
+    futures = {}
+    for point, model_cells in by_model.items():
+        family, n_states, seed = point
+        if n_states <= fuse_states:
+            pairs = [(cell.p, cell.mode) for cell in model_cells]
+            future = client.submit(
+                tasks.run_model,
+                *point,
+                grid.params[family],
+                pairs,
+                grid.horizon,
+                grid.observe_every,
+                **timing,
+                key=key("model-cells", *point, tokenize(pairs)),
+                retries=retries,
+            )
+            futures[future] = model_cells
+            continue
+        model = once("model", point, tasks.build, *point, grid.params[family])
         mixing = once("gamma", point, tasks.mixing, model)
-        exact = once(
-            "exact",
-            (*point, cell.mode),
-            tasks.reference,
-            model,
-            cell.mode,
-            grid.horizon,
-            grid.observe_every,
-            cell.seed,
-        )
-        approximation = once("topp", (*point, cell.p), tasks.approximate, model, cell.p)
-        future = client.submit(
-            tasks.run_cell,
-            model,
-            approximation,
-            exact,
-            mixing,
-            cell.p,
-            cell.mode,
-            **timing,
-            key=key("cell", *cell),
-            retries=retries,
-        )
-        cell_futures[future] = cell
-    return cell_futures
+        for cell in model_cells:
+            exact = once(
+                "exact",
+                (*point, cell.mode),
+                tasks.reference,
+                model,
+                cell.mode,
+                grid.horizon,
+                grid.observe_every,
+                seed,
+            )
+            approximation = once("topp", (*point, cell.p), tasks.approximate, model, cell.p)
+            future = client.submit(
+                tasks.run_cell,
+                model,
+                approximation,
+                exact,
+                mixing,
+                cell.p,
+                cell.mode,
+                **timing,
+                key=key("cell", *cell),
+                retries=retries,
+            )
+            futures[future] = [cell]
+    return futures

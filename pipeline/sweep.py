@@ -58,27 +58,40 @@ def _message(error: BaseException) -> str:
     return f"{type(error).__name__}: {first[0] if first else ''}"[:500]
 
 
+def _failure(future) -> str:
+    """One line on why a future did not finish."""
+    if future.status == "error":
+        return _message(future.exception())
+    return f"the task was {future.status}"
+
+
 def compute(client, grid: Grid, store: ResultStore, cfg) -> None:
     """Compute the cells the store lacks; record each and flush every ``flush_seconds``."""
     cells = store.todo()
     progress = Progress(len(grid.cells()), store.n_done, interval=cfg.progress_seconds)
-    futures = graph.submit(client, grid, cells, timing=cfg.timing, retries=cfg.retries)
+    futures = graph.submit(
+        client, grid, cells, timing=cfg.timing, retries=cfg.retries, fuse_states=cfg.fuse_states
+    )
     log.info("%d cells to compute, %d already done", len(cells), store.n_done)
-    finished = as_completed(futures, with_results=True, raise_errors=False)
+    finished = as_completed(futures)
     last_flush, pending = time.monotonic(), False
     try:
         while not finished.is_empty():
             batch = finished.next_batch(block=False)
-            for future, result in batch:
-                cell = futures.pop(future)
-                if future.status == "error":
-                    store.record_failure(cell, _message(result[1]))
-                    log.warning("cell %s failed: %s", cell, _message(result[1]))
-                    progress.advance(failed=1)
-                else:
-                    store.record(cell, result)
-                    progress.advance(finished=1)
-                pending = True
+            done = [future for future in batch if future.status == "finished"]
+            for future, result in zip(done, client.gather(done) if done else [], strict=True):
+                results = result if isinstance(result, list) else [result]
+                for cell, cell_result in zip(futures.pop(future), results, strict=True):
+                    store.record(cell, cell_result.values())
+                progress.advance(finished=len(results))
+            for future in batch:
+                if future in futures:  # not finished: failed after its retries
+                    message = _failure(future)
+                    for cell in futures.pop(future):
+                        store.record_failure(cell, message)
+                        log.warning("cell %s failed: %s", cell, message)
+                        progress.advance(failed=1)
+            pending = pending or bool(batch)
             if pending and time.monotonic() - last_flush >= cfg.flush_seconds:
                 store.flush()
                 last_flush, pending = time.monotonic(), False

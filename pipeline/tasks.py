@@ -7,11 +7,12 @@ result variable names (``pipeline.store.VARIABLES``) to values.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import NamedTuple
 
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from pipeline.inference import filtering
 from pipeline.metrics import (
@@ -95,11 +96,54 @@ def approximate(model: Model, p: float) -> Approximation:
     return Approximation(hmm, elapsed, sparsity(hmm.transition), int(hmm.transition.nnz))
 
 
+@functools.cache
+def _threadpools() -> ThreadpoolController:
+    """This process's thread pools, found once (finding them reads the loaded libraries)."""
+    return ThreadpoolController()
+
+
 def blas_threads() -> int:
     """Threads of the BLAS numpy uses in this process."""
-    return max(
-        (pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"), default=1
-    )
+    blas = _threadpools().select(user_api="blas").lib_controllers
+    return max((pool.num_threads for pool in blas), default=1)
+
+
+SERIES = (
+    "tv",
+    "bound",
+    *(f"runtime_{b}{s}" for b in ("dense", "sparse") for s in ("", "_min", "_max")),
+)
+"""The per-step results of a cell, in the row order of ``CellResult.series``."""
+SCALARS = (
+    "bound_mixing",
+    "speedup",
+    "repeats",
+    "log_evidence",
+    "log_evidence_error",
+    "zero_evidence",
+    "sparsity",
+    "nnz",
+    "build_time_topp",
+    "build_time_model",
+    "gamma",
+    "gamma_time",
+    "doeblin",
+)
+"""The single numbers of a cell, in the order of ``CellResult.scalars``."""
+
+
+class CellResult(NamedTuple):
+    """A cell's results in two arrays, cheap to send between processes."""
+
+    series: np.ndarray  # (len(SERIES), horizon + 1)
+    scalars: np.ndarray  # (len(SCALARS),)
+
+    def values(self) -> dict[str, object]:
+        """Result variable name -> value (an array over t, or a number)."""
+        return {
+            **dict(zip(SERIES, self.series, strict=True)),
+            **dict(zip(SCALARS, self.scalars.tolist(), strict=True)),
+        }
 
 
 def run_cell(
@@ -114,7 +158,7 @@ def run_cell(
     min_seconds: float,
     max_repeats: int,
     threads: int,
-) -> dict[str, object]:
+) -> CellResult:
     """Time exact dense and top-p sparse inference side by side; measure the error.
 
     The two runs alternate (dense first on even repeats, sparse first on odd
@@ -127,7 +171,7 @@ def run_cell(
     dense, sparse = [], []
     pair = (model.hmm, approximation.hmm)
     start = time.perf_counter()
-    with threadpool_limits(limits=threads, user_api="blas"):
+    with _threadpools().limit(limits=threads, user_api="blas"):
         while len(dense) < repeats or (
             time.perf_counter() - start < min_seconds and len(dense) < max_repeats
         ):
@@ -138,26 +182,54 @@ def run_cell(
     sparse_time = np.array([r.elapsed for r in sparse])
     approximate_run = sparse[0]
     bounds = tv_bounds(p, mixed["gamma"], np.arange(exact.beliefs.shape[0]))
-    return {
-        "tv": total_variation(exact.beliefs, approximate_run.beliefs),
-        "bound": bounds["recursive"],
-        "bound_mixing": bounds["mixing"][0],
-        "runtime_dense": np.median(dense_time, axis=0),
-        "runtime_dense_min": dense_time.min(axis=0),
-        "runtime_dense_max": dense_time.max(axis=0),
-        "runtime_sparse": np.median(sparse_time, axis=0),
-        "runtime_sparse_min": sparse_time.min(axis=0),
-        "runtime_sparse_max": sparse_time.max(axis=0),
-        "speedup": float(np.median(dense_time[:, -1] / sparse_time[:, -1])),
-        "repeats": float(len(dense)),
-        "log_evidence": exact.log_evidence if mode == "filter" else np.nan,
-        "log_evidence_error": approximate_run.log_evidence - exact.log_evidence
-        if mode == "filter"
-        else np.nan,
-        "zero_evidence": float(approximate_run.zero_evidence.size),
-        "sparsity": approximation.sparsity,
-        "nnz": float(approximation.nnz),
-        "build_time_topp": approximation.build_time,
-        "build_time_model": model.build_time,
-        **mixed,
-    }
+    filtered = mode == "filter"
+    series = [
+        total_variation(exact.beliefs, approximate_run.beliefs),
+        bounds["recursive"],
+        *(
+            statistic(times, axis=0)
+            for times in (dense_time, sparse_time)
+            for statistic in (np.median, np.min, np.max)
+        ),
+    ]
+    scalars = [
+        bounds["mixing"][0],
+        np.median(dense_time[:, -1] / sparse_time[:, -1]),
+        len(dense),
+        exact.log_evidence if filtered else np.nan,
+        approximate_run.log_evidence - exact.log_evidence if filtered else np.nan,
+        approximate_run.zero_evidence.size,
+        approximation.sparsity,
+        approximation.nnz,
+        approximation.build_time,
+        model.build_time,
+        mixed["gamma"],
+        mixed["gamma_time"],
+        mixed["doeblin"],
+    ]
+    return CellResult(np.array(series), np.array(scalars, dtype=np.float64))
+
+
+def run_model(
+    family: str,
+    n_states: int,
+    seed: int,
+    params: dict,
+    cells: list[tuple[float, str]],
+    horizon: int,
+    observe_every: int,
+    **timing,
+) -> list[CellResult]:
+    """Every listed ``(p, mode)`` cell of one model in one task, sharing its work.
+
+    For small models, where a task's own cost would dwarf the work: the model,
+    gamma, one reference per mode and one top-p model per p are each computed
+    once, exactly as the fine-grained graph does, then each cell in turn.
+    """
+    model = build(family, n_states, seed, params)
+    mixed = mixing(model)
+    references = {m: reference(model, m, horizon, observe_every, seed) for _, m in cells}
+    approximations = {p: approximate(model, p) for p, _ in cells}
+    return [
+        run_cell(model, approximations[p], references[m], mixed, p, m, **timing) for p, m in cells
+    ]

@@ -121,6 +121,12 @@ class TestSyntheticFamilies:
         full = dirichlet.dirichlet_rows(3, dirichlet.TRANSITION, 0, 3000, 700, 0.2)
         block = dirichlet.dirichlet_rows(3, dirichlet.TRANSITION, 1490, 1600, 700, 0.2)
         np.testing.assert_array_equal(block, full[1490:1600])
+        first = dirichlet.dirichlet_rows(3, dirichlet.TRANSITION, 0, 5, 700, 0.2)
+        np.testing.assert_array_equal(first, full[:5])
+        peaked = dirichlet.dirichlet_rows(3, dirichlet.TRANSITION, 0, 3000, 50, 0.01)
+        np.testing.assert_array_equal(
+            dirichlet.dirichlet_rows(3, dirichlet.TRANSITION, 7, 9, 50, 0.01), peaked[7:9]
+        )
 
 
 class TestLM:

@@ -34,7 +34,10 @@ def dirichlet_rows(
     chunks = []
     for chunk in range(first, last + 1):
         rng = np.random.default_rng([seed, stream, chunk])
-        chunks.append(rng.dirichlet(np.full(width, alpha), size=chunk_rows))
+        # Rows are drawn one after the other, so a chunk's first rows do not depend on
+        # how many follow: draw only up to the last row asked for.
+        rows = min(chunk_rows, stop - chunk * chunk_rows)
+        chunks.append(rng.dirichlet(np.full(width, alpha), size=rows))
     rows = np.concatenate(chunks)
     offset = start - first * chunk_rows
     return rows[offset : offset + stop - start]

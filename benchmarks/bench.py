@@ -1,0 +1,219 @@
+"""Benchmarks of the pipeline's kernels and sweep, run by hand:
+
+    python benchmarks/bench.py            # everything (about 10 minutes on 2 cores)
+    python benchmarks/bench.py kernels    # 1-3 only
+    python benchmarks/bench.py sweep      # 4 only
+
+Every comparison is measured side by side in this one run: alternating
+repeats, medians, ratios. Machines are shared and noisy; trust the ratios.
+
+1. prediction per time step, exact dense vs top-p sparse, for the paper's
+   models, with bytes per second against this machine's read bandwidth;
+2. our dense filtering vs hmmlearn's forward pass on the same HMM;
+3. gamma of the 7620-state LM HMM and the top-p build of its transitions;
+4. sweep throughput on 1 and 2 workers, per-cell overhead, and the same grid
+   as a Hydra multirun of single cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from pipeline.inference import filtering
+from pipeline.metrics import minimal_mixing_rate
+from pipeline.models import build_model
+from pipeline.provenance import blas, cpu, memory
+from pipeline.topp import topp_hmm, topp_matrix
+
+REPEATS = 7
+TARGETS: list[tuple[str, str, bool]] = []
+
+
+def target(name: str, measured: str, met: bool) -> None:
+    TARGETS.append((name, measured, met))
+
+
+def median_time(function, repeats: int = REPEATS) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+@numba.njit(fastmath=True)
+def _compiled_sum(array):
+    total = 0.0
+    for i in range(array.size):
+        total += array[i]
+    return total
+
+
+def timed(function, *args, **kwargs) -> float:
+    """Seconds one call takes."""
+    start = time.perf_counter()
+    function(*args, **kwargs)
+    return time.perf_counter() - start
+
+
+def read_bandwidth() -> float:
+    """Bytes per second of the fastest of three reductions over 1 GiB (far past the cache)."""
+    array = np.ones(2**27)
+    reductions = {
+        "numpy sum": array.sum,
+        "compiled sum": lambda: _compiled_sum(array),
+        "BLAS dot(a, a)": lambda: np.dot(array, array),
+    }
+    rates = {}
+    for name, reduction in reductions.items():
+        reduction()
+        rates[name] = array.nbytes / median_time(reduction, 5)
+    print("   read bandwidth: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in rates.items()))
+    return max(rates.values())
+
+
+def step_bytes(hmm) -> int:
+    """Bytes one prediction step reads: the matrix (values and indices) and two vectors."""
+    T, n = hmm.transition, hmm.n_states
+    if hmm.is_sparse:
+        return T.data.nbytes + T.indices.nbytes + T.indptr.nbytes + 2 * 8 * n
+    return T.nbytes + 2 * 8 * n
+
+
+def per_step(hmm, horizon: int) -> np.ndarray:
+    """Seconds of each step of one prediction run (the kernel's own clock)."""
+    return np.diff(filtering(hmm, np.full(horizon + 1, -1)).elapsed)
+
+
+def prediction(bandwidth: float) -> None:
+    print(
+        "\n1. Prediction per step: exact dense vs top-p sparse, 50 steps, median step of"
+        f" {REPEATS} alternating runs; GB/s against {bandwidth / 1e9:.1f} GB/s read bandwidth"
+    )
+    header = (
+        f"   {'model':<30}{'nnz':>12}{'dense us':>11}{'sparse us':>11}{'speedup':>9}"
+        f"{'dense GB/s':>12}{'sparse GB/s':>13}"
+    )
+    print(header)
+    cases = [
+        ("bell", 800, 0.9, {}),
+        ("uniform", 800, 0.9, {}),
+        ("lm", 7620, 0.9, {}),
+        ("lm", 7620, 0.5, {}),
+        ("lm", 7620, 0.9, {"alpha": 1e-4}),
+        ("bell", 20000, 0.9, {}),
+    ]
+    for family, n, p, params in cases:
+        hmm = build_model(family, n, **params)
+        top = topp_hmm(hmm, p)
+        dense, sparse = [], []
+        with threadpool_limits(1, user_api="blas"):
+            for _ in range(REPEATS):  # alternate, so drifts hit both alike
+                dense.append(per_step(hmm, 50))
+                sparse.append(per_step(top, 50))
+        d, s = float(np.median(dense)), float(np.median(sparse))
+        dense_rate, sparse_rate = step_bytes(hmm) / d, step_bytes(top) / s
+        name = f"{family} n={n} p={p:g}" + "".join(f" {k}={v:g}" for k, v in params.items())
+        print(
+            f"   {name:<30}{top.transition.nnz:>12,}{d * 1e6:>11.1f}"
+            f"{s * 1e6:>11.1f}{d / s:>8.1f}x{dense_rate / 1e9:>7.1f} ({dense_rate / bandwidth:.0%})"
+            f"{sparse_rate / 1e9:>7.1f} ({sparse_rate / bandwidth:.0%})"
+        )
+        if params:
+            continue
+        if (family, n, p) == ("bell", 800, 0.9):
+            target("Bell (800) top-0.9 prediction vs exact > 15x", f"{d / s:.1f}x", d / s > 15)
+        if (family, n, p) == ("lm", 7620, 0.9):
+            target("LM (7620) top-0.9 prediction vs exact > 18x", f"{d / s:.2f}x", d / s > 18)
+        big = step_bytes(hmm) > 64 * 2**20
+        if big:
+            target(
+                f"dense step >= 60% of read bandwidth ({family} {n})",
+                f"{dense_rate / bandwidth:.0%}",
+                dense_rate >= 0.6 * bandwidth,
+            )
+        if step_bytes(top) > 64 * 2**20:
+            target(
+                f"sparse step >= 50% of read bandwidth ({family} {n} p={p:g})",
+                f"{sparse_rate / bandwidth:.0%}",
+                sparse_rate >= 0.5 * bandwidth,
+            )
+
+
+def against_hmmlearn() -> None:
+    from hmmlearn import _hmmc
+
+    print("\n2. Dense filtering vs hmmlearn's forward pass (same HMM, 200 observed steps)")
+    for n in (800, 1000, 2000):
+        hmm = build_model("dirichlet", n, seed=1, alpha=1.0)
+        observations = np.random.default_rng(0).integers(0, n, 200)
+        frames = np.ascontiguousarray(hmm.emission[:, observations].T)
+        with threadpool_limits(1, user_api="blas"):
+            ours, theirs = [], []
+            for _ in range(REPEATS):
+                ours.append(timed(filtering, hmm, observations))
+                theirs.append(timed(_hmmc.forward_scaling, hmm.prior, hmm.transition, frames))
+        o, t = statistics.median(ours), statistics.median(theirs)
+        print(
+            f"   n={n:<6} ours {o * 1e3:8.2f} ms   hmmlearn {t * 1e3:8.2f} ms   ratio {t / o:5.1f}x"
+        )
+        if n == 1000:
+            target("dense filtering >= 3x hmmlearn (1000 states)", f"{t / o:.1f}x", t / o >= 3)
+
+
+def lm_costs() -> None:
+    print("\n3. The 7620-state LM HMM: gamma and the top-p build")
+    start = time.perf_counter()
+    hmm = build_model("lm", 7620)
+    print(f"   model build (corpus read once): {time.perf_counter() - start:.1f} s")
+    for threads in (1, 2):
+        seconds = statistics.median(
+            timed(minimal_mixing_rate, hmm.transition, threads=threads) for _ in range(3)
+        )
+        print(f"   gamma, {threads} thread(s): {seconds:.2f} s")
+        if threads == 1:
+            target("gamma of the LM (7620) <= 30 s, one thread", f"{seconds:.1f} s", seconds <= 30)
+    for p in (0.5, 0.9):
+        seconds = statistics.median(timed(topp_matrix, hmm.transition, p) for _ in range(5))
+        nnz = topp_matrix(hmm.transition, p).nnz
+        print(f"   top-{p:g} build of the transitions: {seconds:.2f} s ({nnz:,} entries kept)")
+        if p == 0.9:
+            target("top-0.9 build of the LM (7620) <= 1 s", f"{seconds:.2f} s", seconds <= 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("part", nargs="?", choices=["all", "kernels", "sweep"], default="all")
+    part = parser.parse_args().part
+    print(
+        f"machine: {platform.node()}: {cpu()}, {os.cpu_count()} cores, {memory()}; "
+        f"BLAS {blas()} (1 thread while timing); Python {platform.python_version()}"
+    )
+    if part in ("all", "kernels"):
+        bandwidth = read_bandwidth()
+        prediction(bandwidth)
+        against_hmmlearn()
+        lm_costs()
+    if part in ("all", "sweep"):
+        from sweep_throughput import throughput
+
+        throughput(target)
+    print("\nTargets")
+    for name, measured, met in TARGETS:
+        print(f"   [{'met' if met else 'MISSED'}] {name}: {measured}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    main()
