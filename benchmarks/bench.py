@@ -9,6 +9,7 @@ repeats, medians, ratios. Machines are shared and noisy; trust the ratios.
 
 1. prediction per time step, exact dense vs top-p sparse, for the paper's
    models, with bytes per second against this machine's read bandwidth;
+   and a batch of 64 distributions as one block product vs a loop over them;
 2. our dense filtering vs hmmlearn's forward pass on the same HMM;
 3. gamma of the 7620-state LM HMM and the top-p build of its transitions;
 4. sweep throughput on 1 and 2 workers, per-cell overhead, and the same grid
@@ -29,7 +30,7 @@ import numba
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from pipeline.inference import filtering
+from pipeline.inference import filtering, predict
 from pipeline.metrics import minimal_mixing_rate
 from pipeline.models import build_model
 from pipeline.provenance import blas, cpu, memory
@@ -151,6 +152,31 @@ def prediction(bandwidth: float) -> None:
             )
 
 
+def _one_by_one(model, initial) -> None:
+    for distribution in initial:
+        predict(model, 50, initial=distribution)
+
+
+def batches() -> None:
+    print("\n1b. A batch of initial distributions: one block product per step vs a loop")
+    rng = np.random.default_rng(0)
+    for family, n, p, size in (("bell", 800, 0.9, 64), ("lm", 7620, 0.5, 8)):
+        hmm = build_model(family, n)
+        top = topp_hmm(hmm, p)
+        initial = rng.dirichlet(np.ones(n), size=size)
+        for label, model in (("exact dense", hmm), (f"top-{p:g} sparse", top)):
+            with threadpool_limits(1, user_api="blas"):
+                block, loop = [], []
+                for _ in range(3):
+                    block.append(timed(predict, model, 50, initial=initial))
+                    loop.append(timed(_one_by_one, model, initial))
+            b, l = statistics.median(block), statistics.median(loop)
+            print(
+                f"   {family} n={n} B={size:<3} {label:<16} block {b * 1e3:8.1f} ms   "
+                f"loop {l * 1e3:8.1f} ms   {l / b:4.1f}x"
+            )
+
+
 def against_hmmlearn() -> None:
     from hmmlearn import _hmmc
 
@@ -203,6 +229,7 @@ def main() -> None:
     if part in ("all", "kernels"):
         bandwidth = read_bandwidth()
         prediction(bandwidth)
+        batches()
         against_hmmlearn()
         lm_costs()
     if part in ("all", "sweep"):

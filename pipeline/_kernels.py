@@ -131,3 +131,71 @@ def forward_csr(indptr, indices, data, prior, likelihoods, rows, beliefs, elapse
         log_evidence = _step(t, prior, likelihoods, rows, beliefs, zero, log_evidence)
         elapsed[t] = monotonic(clock) - start
     return log_evidence
+
+
+# --- batches: B distributions advanced as one (n, B) block --------------------------------------
+
+
+@numba.njit(cache=True, nogil=True)
+def _advance_csr_block(indptr, indices, data, block, out):
+    """``out = T^T @ block`` for CSR ``T`` and a state-major block, shape (n, B)."""
+    out[:, :] = 0.0
+    width = block.shape[1]
+    for i in range(block.shape[0]):
+        weights = block[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            target, value = out[np.uintp(indices[k])], data[k]
+            for b in range(width):
+                target[b] += value * weights[b]
+
+
+@numba.njit(cache=True, nogil=True)
+def _step_block(t, initial, likelihoods, rows, beliefs, zero, log_evidence):
+    """Condition member b of step ``t``'s block (n, B) on ``rows[b, t]``; update the evidence."""
+    block = beliefs[t]
+    if t == 0:
+        block[:, :] = initial
+    for b in range(block.shape[1]):
+        if rows[b, t] < 0:
+            continue
+        likelihood = likelihoods[rows[b, t]]
+        evidence = 0.0
+        for i in range(block.shape[0]):
+            evidence += block[i, b] * likelihood[i]
+        if evidence > 0.0:
+            for i in range(block.shape[0]):
+                block[i, b] = block[i, b] * likelihood[i] / evidence
+            log_evidence[b] += np.log(evidence)
+        else:
+            zero[b, t] = True
+            log_evidence[b] = -np.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def forward_dense_block(T, initial, likelihoods, rows, beliefs, elapsed, zero, log_evidence):
+    """``forward_dense`` for B sequences at once: one matrix-matrix product per step.
+
+    ``initial`` (n, B), ``rows`` (B, T), ``beliefs`` (T, n, B), ``zero`` (B, T) and
+    ``log_evidence`` (B,) are state-major blocks; ``elapsed`` (T,) is shared.
+    """
+    clock = np.zeros(2, np.int64)
+    start = monotonic(clock)
+    for t in range(elapsed.size):
+        if t > 0:
+            np.dot(T.T, beliefs[t - 1], beliefs[t])
+        _step_block(t, initial, likelihoods, rows, beliefs, zero, log_evidence)
+        elapsed[t] = monotonic(clock) - start
+
+
+@numba.njit(cache=True, nogil=True)
+def forward_csr_block(
+    indptr, indices, data, initial, likelihoods, rows, beliefs, elapsed, zero, log_evidence
+):
+    """``forward_csr`` for B sequences at once: one sparse-matrix times dense-block product."""
+    clock = np.zeros(2, np.int64)
+    start = monotonic(clock)
+    for t in range(elapsed.size):
+        if t > 0:
+            _advance_csr_block(indptr, indices, data, beliefs[t - 1], beliefs[t])
+        _step_block(t, initial, likelihoods, rows, beliefs, zero, log_evidence)
+        elapsed[t] = monotonic(clock) - start

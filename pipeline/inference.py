@@ -25,88 +25,145 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline import _kernels
-from pipeline.models.hmm import HMM
+from pipeline.models.hmm import HMM, validate_rows
 
 
 class FilterResult(NamedTuple):
-    """The result of ``filtering``.
+    """The result of ``filtering``; B is the batch size of a batch.
 
-    beliefs : ndarray, shape (T, n_states)
+    beliefs : ndarray, shape (T, n_states), or (B, T, n_states)
         ``beliefs[t] = P(S_t | o_0..o_t)`` (the prediction ``P(S_t)`` where no
         symbol was observed up to ``t``).
-    log_evidence : float
+    log_evidence : float, or ndarray of shape (B,)
         ``log P(o_0..o_{T-1})`` over the observed steps; ``-inf`` when some
         observation had zero probability.
-    zero_evidence : ndarray of int, shape (k,)
+    zero_evidence : ndarray of int, or a tuple of B of them
         The steps whose observation had zero probability (their belief is the prediction).
     elapsed : ndarray, shape (T,)
-        Seconds from the start of the recursion to the end of step ``t``.
+        Seconds from the start of the recursion to the end of step ``t`` (for
+        the whole batch, which advances as one block).
     """
 
     beliefs: np.ndarray
-    log_evidence: float
-    zero_evidence: np.ndarray
+    log_evidence: float | np.ndarray
+    zero_evidence: np.ndarray | tuple[np.ndarray, ...]
     elapsed: np.ndarray
 
 
-def predict(hmm: HMM, horizon: int) -> np.ndarray:
+def predict(hmm: HMM, horizon: int, *, initial=None) -> np.ndarray:
     """State distributions ``P(S_t)`` for ``t = 0..horizon`` without observations.
+
+    Parameters
+    ----------
+    hmm : HMM
+    horizon : int >= 0
+    initial : array_like, shape (n_states,) or (B, n_states), optional
+        Distributions of ``S_0``; default ``hmm.prior``. A batch advances as one
+        block (a matrix-matrix product per step), not one distribution at a time.
 
     Returns
     -------
-    ndarray, shape (horizon + 1, n_states)
-        Row ``t`` is ``prior @ T^t``.
+    ndarray, shape (horizon + 1, n_states), or (B, horizon + 1, n_states)
+        Row ``t`` is ``initial @ T^t``.
     """
     if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 0:
         raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
-    return filtering(hmm, np.full(int(horizon) + 1, -1)).beliefs
+    return filtering(hmm, np.full(int(horizon) + 1, -1), initial=initial).beliefs
 
 
-def filtering(hmm: HMM, observations) -> FilterResult:
+def filtering(hmm: HMM, observations, *, initial=None) -> FilterResult:
     """The forward algorithm: filtered beliefs ``P(S_t | o_0..o_t)`` and the evidence.
 
     Parameters
     ----------
     hmm : HMM
         Dense or sparse; the backend follows ``hmm.transition``.
-    observations : array_like of int, shape (T,)
-        ``observations[t]`` in ``0..n_observations - 1``, or -1 for no observation.
+    observations : array_like of int, shape (T,) or (B, T)
+        ``observations[..., t]`` in ``0..n_observations - 1``, or -1 for no observation.
+    initial : array_like, shape (n_states,) or (B, n_states), optional
+        Distributions of ``S_0``; default ``hmm.prior``. A batch of observation
+        sequences or initial distributions (either is broadcast against the
+        other) runs as one block product per step.
 
     Returns
     -------
     FilterResult
     """
     observations = _validate_observations(observations, hmm.n_observations)
+    initial = _validate_initial(hmm, initial)
     likelihoods, rows = _likelihoods(hmm.emission, observations)
-    steps, n = observations.size, hmm.n_states
+    if observations.ndim == 1 and initial.ndim == 1:
+        return _forward(hmm, initial, likelihoods, rows)
+    return _forward_block(hmm, initial, likelihoods, rows)
+
+
+def _forward(hmm: HMM, initial, likelihoods, rows) -> FilterResult:
+    steps, n = rows.size, hmm.n_states
     beliefs = np.empty((steps, n))
     elapsed = np.empty(steps)
     zero = np.zeros(steps, dtype=bool)
     if hmm.is_sparse:
         T = hmm.transition
         log_evidence = _kernels.forward_csr(
-            T.indptr, T.indices, T.data, hmm.prior, likelihoods, rows, beliefs, elapsed, zero
+            T.indptr, T.indices, T.data, initial, likelihoods, rows, beliefs, elapsed, zero
         )
     else:
         log_evidence = _kernels.forward_dense(
-            hmm.transition, hmm.prior, likelihoods, rows, beliefs, elapsed, zero
+            hmm.transition, initial, likelihoods, rows, beliefs, elapsed, zero
         )
     return FilterResult(beliefs, float(log_evidence), np.flatnonzero(zero), elapsed)
 
 
+def _forward_block(hmm: HMM, initial, likelihoods, rows) -> FilterResult:
+    """A batch: the kernels work on state-major blocks (n, B) so a step is one product."""
+    size = max(rows.shape[0] if rows.ndim == 2 else 1, initial.shape[0] if initial.ndim == 2 else 1)
+    rows = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(rows), (size, rows.shape[-1])))
+    block = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(initial), (size, hmm.n_states)).T)
+    steps = rows.shape[1]
+    beliefs = np.empty((steps, hmm.n_states, size))
+    elapsed = np.empty(steps)
+    zero = np.zeros((size, steps), dtype=bool)
+    log_evidence = np.zeros(size)
+    arguments = (block, likelihoods, rows, beliefs, elapsed, zero, log_evidence)
+    if hmm.is_sparse:
+        T = hmm.transition
+        _kernels.forward_csr_block(T.indptr, T.indices, T.data, *arguments)
+    else:
+        _kernels.forward_dense_block(hmm.transition, *arguments)
+    return FilterResult(
+        np.ascontiguousarray(beliefs.transpose(2, 0, 1)),
+        log_evidence,
+        tuple(np.flatnonzero(member) for member in zero),
+        elapsed,
+    )
+
+
+def _validate_initial(hmm: HMM, initial) -> np.ndarray:
+    if initial is None:
+        return hmm.prior
+    initial = np.ascontiguousarray(initial, dtype=np.float64)
+    if initial.ndim not in (1, 2) or initial.shape[-1] != hmm.n_states or initial.size == 0:
+        raise ValueError(
+            f"initial must have shape ({hmm.n_states},) or (B, {hmm.n_states}), got {initial.shape}"
+        )
+    validate_rows("initial", np.atleast_2d(initial), vector=initial.ndim == 1)
+    return initial
+
+
 def _validate_observations(observations, n_observations: int) -> np.ndarray:
     observations = np.asarray(observations)
-    if observations.ndim != 1 or observations.size == 0:
+    if observations.ndim not in (1, 2) or observations.shape[-1] == 0 or observations.size == 0:
         raise ValueError(
-            f"observations must be a non-empty 1-D array, got shape {observations.shape}"
+            f"observations must be a non-empty 1-D or 2-D array, got shape {observations.shape}"
         )
     if observations.dtype.kind not in "iu":
         raise ValueError(f"observations must be integers, got dtype {observations.dtype}")
     bad = (observations < -1) | (observations >= n_observations)
     if bad.any():
-        t = int(np.flatnonzero(bad)[0])
+        where = ", ".join(str(int(i)) for i in np.argwhere(bad)[0])
         raise ValueError(
-            f"observations[{t}] = {observations[t]}; allowed: -1 (none) or 0..{n_observations - 1}"
+            f"observations[{where}] = {observations[bad][0]}; allowed: -1 (none) or "
+            f"0..{n_observations - 1}"
         )
     return observations.astype(np.int64)
 
@@ -117,10 +174,12 @@ def _likelihoods(emission, observations: np.ndarray) -> tuple[np.ndarray, np.nda
     Returns
     -------
     likelihoods : ndarray, shape (k, n_states)
-    rows : ndarray of int, shape (T,), -1 where nothing was observed
+    rows : ndarray of int, the shape of ``observations``, -1 where nothing was observed
     """
     observed = np.unique(observations[observations >= 0])
     rows = np.where(observations >= 0, np.searchsorted(observed, observations), -1)
+    if observed.size == 0:  # prediction: nothing to look up
+        return np.empty((0, emission.shape[0])), rows
     columns = emission[:, observed]
     if sp.issparse(columns):
         columns = columns.toarray()

@@ -152,3 +152,44 @@ def test_bad_arguments():
         filtering(hmm, [])
     with pytest.raises(ValueError, match="horizon must be an integer >= 0"):
         predict(hmm, -1)
+
+
+@pytest.mark.parametrize("backend", [lambda h: h, as_sparse], ids=["dense", "sparse"])
+def test_a_batch_equals_its_members(backend):
+    hmm = backend(random_hmm(7, 30, 5, zeros=0.3))
+    rng = np.random.default_rng(1)
+    initial = rng.dirichlet(np.ones(30), size=6)
+    observations = rng.integers(-1, 5, size=(6, 12))
+    batch = filtering(hmm, observations, initial=initial)
+    assert batch.beliefs.shape == (6, 12, 30) and batch.log_evidence.shape == (6,)
+    for b in range(6):
+        single = filtering(hmm, observations[b], initial=initial[b])
+        np.testing.assert_allclose(batch.beliefs[b], single.beliefs, rtol=1e-12, atol=1e-15)
+        assert batch.log_evidence[b] == pytest.approx(single.log_evidence, rel=1e-12)
+    predicted = predict(hmm, 9, initial=initial)
+    for b in range(6):
+        np.testing.assert_allclose(predicted[b], predict(hmm, 9, initial=initial[b]), atol=1e-15)
+
+
+def test_batches_broadcast_and_report_zero_evidence_per_member():
+    top = topp_hmm(build_model("uniform", 10), 0.5)  # symbols 5..9 impossible
+    sequences = np.array([[3, 7, -1], [1, 2, 3], [8, -1, 9]])
+    result = filtering(top, sequences)
+    assert [z.tolist() for z in result.zero_evidence] == [[1], [], [0, 2]]
+    assert np.isinf(result.log_evidence[[0, 2]]).all() and np.isfinite(result.log_evidence[1])
+    initial = np.eye(10)[:4]
+    shared = filtering(top, [3, -1, 4], initial=initial)
+    assert shared.beliefs.shape == (4, 3, 10)
+    np.testing.assert_allclose(
+        shared.beliefs[2], filtering(top, [3, -1, 4], initial=initial[2]).beliefs
+    )
+
+
+def test_bad_initial_distributions():
+    hmm = build_model("weather", 6)
+    with pytest.raises(ValueError, match=r"initial must have shape \(6,\) or \(B, 6\)"):
+        predict(hmm, 3, initial=np.ones(5) / 5)
+    with pytest.raises(ValueError, match=r"^initial sums to 2"):
+        predict(hmm, 3, initial=np.ones(6) / 3)
+    with pytest.raises(ValueError, match=r"^initial row 1 sums to 0\.5"):
+        predict(hmm, 3, initial=[np.ones(6) / 6, np.ones(6) / 12])

@@ -34,8 +34,11 @@ def _as_matrix(name: str, array) -> np.ndarray | sp.csr_array:
     return matrix
 
 
-def _validate_entries(name: str, matrix: np.ndarray | sp.csr_array) -> None:
-    """Every entry finite and non-negative, every row summing to 1 (prior: one row)."""
+def validate_rows(name: str, matrix: np.ndarray | sp.csr_array, *, vector: bool = False) -> None:
+    """Every entry finite and non-negative, every row summing to 1.
+
+    ``vector``: ``matrix`` is one distribution as a single row (messages name no row).
+    """
     values = matrix.data if sp.issparse(matrix) else matrix
     bad = ~np.isfinite(values) | (values < 0)
     if bad.any():
@@ -46,13 +49,13 @@ def _validate_entries(name: str, matrix: np.ndarray | sp.csr_array) -> None:
         else:
             row, column = (int(k) for k in np.argwhere(bad)[0])
             value = values[row, column]
-        where = f"{name}[{column}]" if name == "prior" else f"{name}[{row}, {column}]"
+        where = f"{name}[{column}]" if vector else f"{name}[{row}, {column}]"
         raise ValueError(f"{where} = {float(value):.12g}; entries must be finite and non-negative")
     sums = np.asarray(matrix.sum(axis=1)).ravel()
     off = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
     if off.any():
         row = int(np.flatnonzero(off)[0])
-        where = name if name == "prior" else f"{name} row {row}"
+        where = name if vector else f"{name} row {row}"
         raise ValueError(
             f"{where} sums to {float(sums[row]):.12g}; "
             f"it must sum to 1 within {ROW_SUM_TOLERANCE:g}"
@@ -106,9 +109,9 @@ class HMM:
             raise ValueError(
                 f"emission has shape {emission.shape}; it must be ({n}, n_observations)"
             )
-        _validate_entries("prior", prior[None, :])
-        _validate_entries("transition", transition)
-        _validate_entries("emission", emission)
+        validate_rows("prior", prior[None, :], vector=True)
+        validate_rows("transition", transition)
+        validate_rows("emission", emission)
         object.__setattr__(self, "prior", prior)
         object.__setattr__(self, "transition", transition)
         object.__setattr__(self, "emission", emission)
