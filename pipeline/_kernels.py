@@ -1,11 +1,13 @@
-"""Compiled forward recursions of the two inference backends.
+"""Compiled forward recursions of the inference backends.
 
-Both run the whole horizon in one compiled loop, so neither pays per-step
-Python overhead and a speedup measures the method, not the interpreter. The
-dense one calls BLAS (``np.dot``, a matrix-vector product) once per step; the
-CSR one scatters the stored entries of the rows of states with non-zero
-belief. Each step reads the monotonic clock (about 30 ns) to record the
-cumulative runtime.
+Each runs the whole horizon in one compiled loop, so no backend pays
+per-step Python overhead and a speedup measures the method, not the
+interpreter. The dense one calls BLAS (``np.dot``, a matrix-vector product)
+once per step; the CSR one scatters the stored entries of the rows of states
+with non-zero belief, and adds the rank-one part of a structured matrix
+``S + outer(u, v)`` in O(n). Each step reads the monotonic clock (about 30 ns)
+to record the cumulative runtime. The ``_block`` variants advance B
+distributions at once as a state-major (n, B) block.
 """
 
 from __future__ import annotations
@@ -104,12 +106,13 @@ def forward_dense(T, prior, likelihoods, rows, beliefs, elapsed, zero):
 
 
 @numba.njit(cache=True, nogil=True)
-def forward_csr(indptr, indices, data, prior, likelihoods, rows, beliefs, elapsed, zero):
-    """The forward recursion with a CSR transition matrix.
+def forward_csr(indptr, indices, data, u, v, prior, likelihoods, rows, beliefs, elapsed, zero):
+    """The forward recursion with a CSR transition matrix ``S``, or ``S + outer(u, v)``.
 
     Parameters
     ----------
-    indptr, indices, data : the CSR arrays of the transition matrix, shape (n, n).
+    indptr, indices, data : the CSR arrays of the transition matrix ``S``, shape (n, n).
+    u, v : (n,) the rank-one part of a structured matrix, or empty for plain CSR.
     prior : (n,) ``P(S_0)``.
     likelihoods : (k, n) ``P(o | S)`` for each distinct observed symbol.
     rows : (T,) int, the row of ``likelihoods`` observed at step t, or -1.
@@ -128,12 +131,11 @@ def forward_csr(indptr, indices, data, prior, likelihoods, rows, beliefs, elapse
     for t in range(rows.size):
         if t > 0:
             _advance_csr(indptr, indices, data, beliefs[t - 1], beliefs[t])
+            if u.size:
+                _add_rank_one(u, v, beliefs[t - 1], beliefs[t])
         log_evidence = _step(t, prior, likelihoods, rows, beliefs, zero, log_evidence)
         elapsed[t] = monotonic(clock) - start
     return log_evidence
-
-
-# --- batches: B distributions advanced as one (n, B) block --------------------------------------
 
 
 @numba.njit(cache=True, nogil=True)
@@ -189,13 +191,31 @@ def forward_dense_block(T, initial, likelihoods, rows, beliefs, elapsed, zero, l
 
 @numba.njit(cache=True, nogil=True)
 def forward_csr_block(
-    indptr, indices, data, initial, likelihoods, rows, beliefs, elapsed, zero, log_evidence
+    indptr, indices, data, u, v, initial, likelihoods, rows, beliefs, elapsed, zero, log_evidence
 ):
-    """``forward_csr`` for B sequences at once: one sparse-matrix times dense-block product."""
+    """``forward_csr`` for B sequences at once: one sparse-matrix times dense-block product.
+
+    ``u`` and ``v`` as in ``forward_csr`` (empty for plain CSR).
+    """
     clock = np.zeros(2, np.int64)
     start = monotonic(clock)
     for t in range(elapsed.size):
         if t > 0:
             _advance_csr_block(indptr, indices, data, beliefs[t - 1], beliefs[t])
+            if u.size:
+                weights = u @ beliefs[t - 1]
+                for j in range(v.size):
+                    for b in range(weights.size):
+                        beliefs[t][j, b] += v[j] * weights[b]
         _step_block(t, initial, likelihoods, rows, beliefs, zero, log_evidence)
         elapsed[t] = monotonic(clock) - start
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_rank_one(u, v, belief, out):
+    """``out += (belief . u) v``: the rank-one part of ``belief @ (S + outer(u, v))``."""
+    weight = 0.0
+    for i in range(belief.size):
+        weight += belief[i] * u[i]
+    for j in range(out.size):
+        out[j] += weight * v[j]

@@ -157,6 +157,9 @@ class SweepConfig:
     """Replace an existing store made from a different grid instead of refusing."""
     fuse_states: int = 500
     """Models with at most this many states compute all their cells in one Dask task."""
+    gamma_exact_max_states: int = 20000
+    """gamma is exact up to this many states (a pair search in Dask tasks of about 2000
+    rows); above, the Doeblin lower bound stands in for it (``gamma_exact`` says which)."""
     retries: int = 2
     """How often a task that raised is retried before its cells are marked failed."""
     flush_seconds: float = 2.0
@@ -290,6 +293,7 @@ def validate(cfg) -> None:
         ("timing.blas_threads", cfg.timing.blas_threads, 1),
         ("retries", cfg.retries, 0),
         ("fuse_states", cfg.fuse_states, 0),
+        ("gamma_exact_max_states", cfg.gamma_exact_max_states, 2),
     ):
         if value < least:
             raise ConfigError(key, f"{value} is not allowed; allowed: integers >= {least}")

@@ -97,8 +97,8 @@ def tv_figure(ds: xr.Dataset) -> Figure:
     figure, panels = _grid(
         ds,
         "Total variation between exact and top-p beliefs; bounds (prediction only)\n"
-        "solid: measured (median over seeds); dashed: recursion; dotted: Corollary 1; "
-        "dash-dot: Theorem 4.3",
+        "solid: measured (median over seeds); thick faint: online certificate; dashed: "
+        "recursion; dotted: Corollary 1; dash-dot: Theorem 4.3",
     )
     t = ds["t"].values
     for axis, family, n, mode in panels:
@@ -109,6 +109,8 @@ def tv_figure(ds: xr.Dataset) -> Figure:
             axis.plot(t, cell["tv"].sel(mode=mode).median("seed"), color=colour)
             if mode != "predict":  # the bounds of Section 4 are for prediction
                 continue
+            certificate = cell["certificate"].sel(mode=mode).median("seed")
+            axis.plot(t, certificate, color=colour, linewidth=4, alpha=0.3)
             axis.plot(t, cell["bound"].median("seed"), color=colour, linestyle="--", linewidth=1)
             axis.plot(t, ds["bound_linear"].sel(p=p), color=colour, linestyle=":", linewidth=1)
             axis.axhline(

@@ -20,8 +20,20 @@ from pipeline import tasks
 from pipeline.grid import Cell, Grid
 
 
+def _gamma_parts(n_states: int) -> int:
+    """Dask tasks sharing an exact gamma: about 2000 rows each, at most 16."""
+    return min(16, max(1, n_states // 2000))
+
+
 def submit(
-    client: Client, grid: Grid, cells: list[Cell], *, timing, retries: int, fuse_states: int
+    client: Client,
+    grid: Grid,
+    cells: list[Cell],
+    *,
+    timing,
+    retries: int,
+    fuse_states: int,
+    gamma_exact_max_states: int,
 ) -> dict[Future, list[Cell]]:
     """Submit everything ``cells`` need; return each future with the cells it computes.
 
@@ -66,6 +78,7 @@ def submit(
                 pairs,
                 grid.horizon,
                 grid.observe_every,
+                gamma_exact_max_states,
                 **timing,
                 key=key("model-cells", *point, tokenize(pairs)),
                 retries=retries,
@@ -73,7 +86,12 @@ def submit(
             futures[future] = model_cells
             continue
         model = once("model", point, tasks.build, *point, grid.params[family])
-        mixing = once("gamma", point, tasks.mixing, model)
+        gamma_exact = n_states <= gamma_exact_max_states
+        parts = _gamma_parts(n_states) if gamma_exact else 0
+        shares = [
+            once(f"gamma-part{k}", point, tasks.mixing_part, model, k, parts) for k in range(parts)
+        ]
+        mixing = once("gamma", point, tasks.mixing, model, gamma_exact, *shares)
         for cell in model_cells:
             exact = once(
                 "exact",

@@ -5,7 +5,10 @@ representation of ``hmm.transition``:
 
 - dense: one BLAS matrix-vector product (``belief @ T``) per step;
 - sparse (CSR): touches only the stored entries of the rows of states with
-  non-zero belief.
+  non-zero belief;
+- structured (``SparsePlusRankOne``, ``S + outer(u, v)``): the CSR step on ``S``
+  plus one rank-one update, O(nnz + n) per step for an exact model whose every
+  entry is non-zero.
 
 Both run the whole horizon in one compiled loop (``pipeline._kernels``).
 
@@ -26,6 +29,7 @@ import scipy.sparse as sp
 
 from pipeline import _kernels
 from pipeline.models.hmm import HMM, validate_rows
+from pipeline.models.structured import SparsePlusRankOne
 
 
 class FilterResult(NamedTuple):
@@ -102,15 +106,11 @@ def _forward(hmm: HMM, initial, likelihoods, rows) -> FilterResult:
     beliefs = np.empty((steps, n))
     elapsed = np.empty(steps)
     zero = np.zeros(steps, dtype=bool)
-    if hmm.is_sparse:
-        T = hmm.transition
-        log_evidence = _kernels.forward_csr(
-            T.indptr, T.indices, T.data, initial, likelihoods, rows, beliefs, elapsed, zero
-        )
+    arguments = (initial, likelihoods, rows, beliefs, elapsed, zero)
+    if hmm.is_sparse or isinstance(hmm.transition, SparsePlusRankOne):
+        log_evidence = _kernels.forward_csr(*_csr_parts(hmm.transition), *arguments)
     else:
-        log_evidence = _kernels.forward_dense(
-            hmm.transition, initial, likelihoods, rows, beliefs, elapsed, zero
-        )
+        log_evidence = _kernels.forward_dense(hmm.transition, *arguments)
     return FilterResult(beliefs, float(log_evidence), np.flatnonzero(zero), elapsed)
 
 
@@ -125,9 +125,8 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows) -> FilterResult:
     zero = np.zeros((size, steps), dtype=bool)
     log_evidence = np.zeros(size)
     arguments = (block, likelihoods, rows, beliefs, elapsed, zero, log_evidence)
-    if hmm.is_sparse:
-        T = hmm.transition
-        _kernels.forward_csr_block(T.indptr, T.indices, T.data, *arguments)
+    if hmm.is_sparse or isinstance(hmm.transition, SparsePlusRankOne):
+        _kernels.forward_csr_block(*_csr_parts(hmm.transition), *arguments)
     else:
         _kernels.forward_dense_block(hmm.transition, *arguments)
     return FilterResult(
@@ -136,6 +135,14 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows) -> FilterResult:
         tuple(np.flatnonzero(member) for member in zero),
         elapsed,
     )
+
+
+def _csr_parts(T) -> tuple:
+    """The CSR arrays of ``T`` (of its sparse part) and its rank-one factors (empty if none)."""
+    if isinstance(T, SparsePlusRankOne):
+        S = T.sparse
+        return S.indptr, S.indices, S.data, T.u, T.v
+    return T.indptr, T.indices, T.data, np.empty(0), np.empty(0)
 
 
 def _validate_initial(hmm: HMM, initial) -> np.ndarray:
@@ -180,7 +187,10 @@ def _likelihoods(emission, observations: np.ndarray) -> tuple[np.ndarray, np.nda
     rows = np.where(observations >= 0, np.searchsorted(observed, observations), -1)
     if observed.size == 0:  # prediction: nothing to look up
         return np.empty((0, emission.shape[0])), rows
-    columns = emission[:, observed]
+    if isinstance(emission, SparsePlusRankOne):
+        columns = emission.columns(observed)
+    else:
+        columns = emission[:, observed]
     if sp.issparse(columns):
         columns = columns.toarray()
     return np.ascontiguousarray(columns.T), rows

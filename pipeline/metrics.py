@@ -16,6 +16,8 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.models.structured import SparsePlusRankOne
+
 _CHUNK = 256
 """Columns summed between two pruning checks in the gamma kernels."""
 
@@ -82,6 +84,70 @@ def _gamma_csr(indptr, indices, data, n, rows, best):
     return best
 
 
+@numba.njit(cache=True, nogil=True)
+def _gamma_structured(indptr, indices, full, u, v, rows, best):
+    """``_gamma_dense`` for ``S + outer(u, v)``: O(nnz_i + nnz_k) per pair of rows.
+
+    ``full`` holds the entries at the stored positions of ``S``. Off both rows'
+    patterns the pair agrees on ``min(u_i, u_k) v_j``, summed in closed form.
+    """
+    m = v.size
+    total_v = v.sum()
+    row_i, in_i, in_k = np.zeros(m), np.zeros(m, np.bool_), np.zeros(m, np.bool_)
+    n_rows = indptr.size - 1
+    for i in rows:
+        for q in range(indptr[i], indptr[i + 1]):
+            row_i[np.uintp(indices[q])] = full[q]
+            in_i[np.uintp(indices[q])] = True
+        for k in range(i + 1, n_rows):
+            s, union_v = 0.0, 0.0
+            for q in range(indptr[k], indptr[k + 1]):
+                j = np.uintp(indices[q])
+                in_k[j] = True
+                s += min(row_i[j] if in_i[j] else u[i] * v[j], full[q])
+                union_v += v[j]
+            for q in range(indptr[i], indptr[i + 1]):
+                j = np.uintp(indices[q])
+                if not in_k[j]:
+                    s += min(full[q], u[k] * v[j])
+                    union_v += v[j]
+            for q in range(indptr[k], indptr[k + 1]):
+                in_k[np.uintp(indices[q])] = False
+            s += min(u[i], u[k]) * (total_v - union_v)
+            if s < best:
+                best = s
+        for q in range(indptr[i], indptr[i + 1]):
+            row_i[np.uintp(indices[q])] = 0.0
+            in_i[np.uintp(indices[q])] = False
+        if best <= 0.0:
+            return 0.0
+    return best
+
+
+def _full_pattern(T: SparsePlusRankOne) -> sp.csr_array:
+    """The entries of ``T`` at the stored positions of its sparse part, as CSR."""
+    return sp.csr_array((T.pattern_values(), T.sparse.indices, T.sparse.indptr), shape=T.shape)
+
+
+def mixing_rate_part(T, part: int, parts: int) -> float:
+    """The least row overlap over pairs ``(i, k > i)`` with ``i % parts == part``.
+
+    The minimum over ``part = 0..parts-1`` is gamma; parts are balanced
+    (interleaved rows), so threads or Dask tasks can each take one.
+    """
+    rows = np.arange(part, T.shape[0] - 1, parts)
+    if isinstance(T, SparsePlusRankOne):
+        full = _full_pattern(T)
+        return float(
+            _gamma_structured(full.indptr, full.indices, full.data, T.u, T.v, rows, np.inf)
+        )
+    if sp.issparse(T):
+        T = sp.csr_array(T, dtype=np.float64)
+        T.sum_duplicates()
+        return float(_gamma_csr(T.indptr, T.indices, T.data, T.shape[1], rows, np.inf))
+    return float(_gamma_dense(np.ascontiguousarray(T, dtype=np.float64), rows, np.inf))
+
+
 def minimal_mixing_rate(T, *, threads: int | None = None) -> float:
     """The minimal mixing rate ``gamma = min_{i != k} sum_j min(T[i, j], T[k, j])``.
 
@@ -91,10 +157,10 @@ def minimal_mixing_rate(T, *, threads: int | None = None) -> float:
 
     Parameters
     ----------
-    T : ndarray or scipy sparse matrix, shape (n, n), n >= 2
+    T : ndarray, scipy sparse matrix or SparsePlusRankOne, shape (n, n), n >= 2
         Row-stochastic transition matrix.
     threads : int, optional
-        Threads sharing the row pairs (interleaved rows); default the CPU count.
+        Threads sharing the row pairs (``mixing_rate_part``); default the CPU count.
 
     Returns
     -------
@@ -104,35 +170,83 @@ def minimal_mixing_rate(T, *, threads: int | None = None) -> float:
     n = T.shape[0]
     if T.ndim != 2 or n < 2:
         raise ValueError(f"minimal_mixing_rate needs a matrix with >= 2 rows, got shape {T.shape}")
-    if sp.issparse(T):
-        T = sp.csr_array(T, dtype=np.float64)
-        T.sum_duplicates()
-
-        def part(rows):
-            return _gamma_csr(T.indptr, T.indices, T.data, T.shape[1], rows, np.inf)
-    else:
-        T = np.ascontiguousarray(T, dtype=np.float64)
-
-        def part(rows):
-            return _gamma_dense(T, rows, np.inf)
-
     threads = max(1, min(threads or os.cpu_count() or 1, n - 1))
-    row_sets = [np.arange(r, n - 1, threads) for r in range(threads)]
     with ThreadPoolExecutor(threads) as pool:
-        gamma = min(pool.map(part, row_sets))
+        gamma = min(pool.map(lambda part: mixing_rate_part(T, part, threads), range(threads)))
     return float(min(gamma, 1.0))  # rows summing to 1 + rounding can give 1 + 1e-16
+
+
+@numba.njit(cache=True, nogil=True)
+def _doeblin_structured(indptr, rows, full, u, v, order):
+    """``sum_j min_i T[i, j]`` column by column of ``S + outer(u, v)`` (CSC pattern)."""
+    n = u.size
+    marked = np.zeros(n, np.bool_)
+    total = 0.0
+    for j in range(v.size):
+        lowest = np.inf
+        for q in range(indptr[j], indptr[j + 1]):
+            lowest = min(lowest, full[q])
+            marked[np.uintp(rows[q])] = True
+        if indptr[j + 1] - indptr[j] < n:  # some row is off the pattern: u_i v_j
+            for i in order:
+                if not marked[i]:
+                    lowest = min(lowest, u[i] * v[j])
+                    break
+        for q in range(indptr[j], indptr[j + 1]):
+            marked[np.uintp(rows[q])] = False
+        total += lowest
+    return total
 
 
 def doeblin_lower_bound(T) -> float:
     """``sum_j min_i T[i, j]``: the mass every row shares, a lower bound on gamma.
 
-    Costs one pass over ``T`` (dense or sparse, shape (n, n)); zero as soon as
-    no column is non-zero in every row.
+    Costs one pass over ``T`` (dense, sparse or structured, shape (n, n)):
+    O(nnz + n) for a structured matrix, so it serves where gamma costs too much.
     """
+    if isinstance(T, SparsePlusRankOne):
+        columns = _full_pattern(T).tocsc()
+        columns.sort_indices()
+        order = np.argsort(T.u, kind="stable")
+        return float(
+            _doeblin_structured(columns.indptr, columns.indices, columns.data, T.u, T.v, order)
+        )
     if sp.issparse(T):
         T = sp.csr_array(T)
         return float(np.asarray(T.min(axis=0).toarray()).sum())
     return float(np.asarray(T).min(axis=0).sum())
+
+
+def tv_certificate(gamma: float, prior_kept: float, row_kept, beliefs) -> np.ndarray:
+    """An error bound for top-p prediction computed from the top-p run alone.
+
+    ``e_0 = 1 - prior_kept`` and ``e_t = (1 - gamma) e_{t-1} + sum_i Q_{t-1}(i) (1 -
+    row_kept[i])`` bound ``TV(P_t, Q_t)``: the error of step ``t - 1`` contracts by
+    ``1 - gamma`` and each row ``i`` adds its dropped mass, weighted by how
+    much belief ``Q`` puts on ``i``. Since every kept mass is at least ``p``,
+    it is never looser than the recursion behind Theorem 4.3.
+
+    Parameters
+    ----------
+    gamma : float
+        The minimal mixing rate of the exact transitions, or a lower bound on it.
+    prior_kept : float
+        Mass of the exact prior kept by the top-p prior.
+    row_kept : ndarray, shape (n_states,)
+        Mass of each exact transition row kept by its top-p row (``topp.kept_mass``).
+    beliefs : ndarray, shape (T, n_states)
+        The top-p model's predictions ``Q_t``.
+
+    Returns
+    -------
+    ndarray, shape (T,)
+    """
+    dropped = np.asarray(beliefs)[:-1] @ (1.0 - np.asarray(row_kept))
+    bound = np.empty(len(beliefs))
+    bound[0] = 1.0 - prior_kept
+    for t in range(1, len(beliefs)):
+        bound[t] = (1.0 - gamma) * bound[t - 1] + dropped[t - 1]
+    return np.clip(bound, 0.0, 1.0)
 
 
 def tv_bounds(p, gamma, t) -> dict[str, np.ndarray]:
@@ -184,8 +298,17 @@ def tv_bounds(p, gamma, t) -> dict[str, np.ndarray]:
 
 
 def sparsity(M) -> float:
-    """The fraction of zero entries of a dense or sparse matrix (explicit zeros count as zero)."""
+    """The fraction of zero entries of a dense, sparse or structured matrix.
+
+    Explicit zeros count as zero.
+    """
     size = np.prod(M.shape)
+    if isinstance(M, SparsePlusRankOne):
+        # Non-zero: rank-one entries off the pattern, and pattern entries that are non-zero.
+        rows = np.repeat(np.arange(M.shape[0]), np.diff(M.sparse.indptr))
+        on_pattern = np.count_nonzero(M.u[rows] * M.v[M.sparse.indices])
+        off_pattern = np.count_nonzero(M.u) * np.count_nonzero(M.v) - on_pattern
+        return 1.0 - (off_pattern + np.count_nonzero(M.pattern_values())) / size
     if sp.issparse(M):
         return 1.0 - M.count_nonzero() / size
     return 1.0 - np.count_nonzero(M) / size

@@ -6,10 +6,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.models.hmm import HMM
+from pipeline.models.structured import SparsePlusRankOne
 
 
 def _draw(rng: np.random.Generator, matrix, row: int) -> int:
-    """One draw from row ``row`` of a dense or CSR row-stochastic matrix."""
+    """One draw from row ``row`` of a dense, CSR or structured row-stochastic matrix."""
+    if isinstance(matrix, SparsePlusRankOne):
+        weights = matrix.rows(row, row + 1)[0]
+        return int(rng.choice(weights.size, p=weights / weights.sum()))
     if sp.issparse(matrix):
         start, stop = matrix.indptr[row], matrix.indptr[row + 1]
         weights = matrix.data[start:stop]

@@ -48,7 +48,17 @@ VARIABLES: dict[str, Variable] = {
         (*TOPP, "t"), "1", "recursive bound (1-p) sum_{i<=t} (1-gamma)^i on the prediction TV"
     ),
     "bound_mixing": Variable(TOPP, "1", "Theorem 4.3 bound (1-p)/gamma on the prediction TV"),
-    "gamma": Variable(MODEL, "1", "minimal mixing rate of the exact transition matrix"),
+    "certificate": Variable(
+        (*CELL, "t"),
+        "1",
+        "online bound on the prediction TV from the top-p run alone (prediction mode)",
+    ),
+    "gamma": Variable(
+        MODEL, "1", "minimal mixing rate of the exact transition matrix (see gamma_exact)"
+    ),
+    "gamma_exact": Variable(
+        MODEL, "1", "gamma is exact; false: it is the Doeblin lower bound", "bool"
+    ),
     "doeblin": Variable(MODEL, "1", "Doeblin lower bound sum_j min_i T[i, j] on gamma"),
     "sparsity": Variable(TOPP, "1", "fraction of zero entries of the top-p transition matrix"),
     "nnz": Variable(TOPP, "1", "stored entries of the top-p transition matrix"),

@@ -70,7 +70,13 @@ def compute(client, grid: Grid, store: ResultStore, cfg) -> None:
     cells = store.todo()
     progress = Progress(len(grid.cells()), store.n_done, interval=cfg.progress_seconds)
     futures = graph.submit(
-        client, grid, cells, timing=cfg.timing, retries=cfg.retries, fuse_states=cfg.fuse_states
+        client,
+        grid,
+        cells,
+        timing=cfg.timing,
+        retries=cfg.retries,
+        fuse_states=cfg.fuse_states,
+        gamma_exact_max_states=cfg.gamma_exact_max_states,
     )
     log.info("%d cells to compute, %d already done", len(cells), store.n_done)
     finished = as_completed(futures)

@@ -18,13 +18,15 @@ from pipeline.inference import filtering
 from pipeline.metrics import (
     doeblin_lower_bound,
     minimal_mixing_rate,
+    mixing_rate_part,
     sparsity,
     total_variation,
     tv_bounds,
+    tv_certificate,
 )
 from pipeline.models import HMM, build_model
 from pipeline.sampling import sample
-from pipeline.topp import topp_hmm
+from pipeline.topp import kept_mass, topp_hmm
 
 SAMPLING_STREAM = 0x5EED
 """Mixed into the seed of the observation sampler, apart from the model's own draws."""
@@ -48,6 +50,8 @@ class Approximation(NamedTuple):
     build_time: float
     sparsity: float
     nnz: int
+    prior_kept: float  # mass of the exact prior the top-p prior keeps
+    row_kept: np.ndarray  # (n_states,): mass of each exact transition row kept
 
 
 def build(family: str, n_states: int, seed: int, params: dict) -> Model:
@@ -77,23 +81,51 @@ def reference(model: Model, mode: str, horizon: int, observe_every: int, seed: i
     return Reference(observed, result.beliefs, result.log_evidence)
 
 
-def mixing(model: Model) -> dict[str, float]:
-    """gamma, its Doeblin lower bound and the time gamma took (one thread)."""
+def mixing_part(model: Model, part: int, parts: int) -> tuple[float, float]:
+    """One of ``parts`` shares of gamma's pair search, and the seconds it took."""
     start = time.perf_counter()
-    gamma = minimal_mixing_rate(model.hmm.transition, threads=1)
+    least = mixing_rate_part(model.hmm.transition, part, parts)
+    return least, time.perf_counter() - start
+
+
+def mixing(model: Model, exact: bool, *parts: tuple[float, float]) -> dict[str, float]:
+    """gamma, its Doeblin lower bound, whether gamma is exact, and the time gamma took.
+
+    ``exact``: the least of the ``parts`` (``mixing_part`` results), or the whole
+    pair search here on one thread when there are none. Otherwise gamma is the
+    Doeblin lower bound, O(nnz + n) where the pair search costs O(n^2) pairs;
+    the bounds built on it stay valid, only looser.
+    """
+    start = time.perf_counter()
+    T = model.hmm.transition
+    doeblin = doeblin_lower_bound(T)
+    if not exact:
+        gamma = doeblin
+    elif parts:
+        gamma = min(1.0, min(least for least, _ in parts))
+    else:
+        gamma = minimal_mixing_rate(T, threads=1)
     return {
         "gamma": gamma,
-        "gamma_time": time.perf_counter() - start,
-        "doeblin": doeblin_lower_bound(model.hmm.transition),
+        "gamma_time": time.perf_counter() - start + sum(seconds for _, seconds in parts),
+        "doeblin": doeblin,
+        "gamma_exact": float(exact),
     }
 
 
 def approximate(model: Model, p: float) -> Approximation:
-    """The top-p model, timed, with its transition matrix's sparsity."""
+    """The top-p model, timed, with its sparsity and the mass it keeps of each row."""
     start = time.perf_counter()
     hmm = topp_hmm(model.hmm, p)
     elapsed = time.perf_counter() - start
-    return Approximation(hmm, elapsed, sparsity(hmm.transition), int(hmm.transition.nnz))
+    return Approximation(
+        hmm,
+        elapsed,
+        sparsity(hmm.transition),
+        int(hmm.transition.nnz),
+        float(model.hmm.prior[hmm.prior > 0].sum()),
+        kept_mass(model.hmm.transition, hmm.transition),
+    )
 
 
 @functools.cache
@@ -111,6 +143,7 @@ def blas_threads() -> int:
 SERIES = (
     "tv",
     "bound",
+    "certificate",
     *(f"runtime_{b}{s}" for b in ("dense", "sparse") for s in ("", "_min", "_max")),
 )
 """The per-step results of a cell, in the row order of ``CellResult.series``."""
@@ -128,6 +161,7 @@ SCALARS = (
     "gamma",
     "gamma_time",
     "doeblin",
+    "gamma_exact",
 )
 """The single numbers of a cell, in the order of ``CellResult.scalars``."""
 
@@ -183,9 +217,13 @@ def run_cell(
     approximate_run = sparse[0]
     bounds = tv_bounds(p, mixed["gamma"], np.arange(exact.beliefs.shape[0]))
     filtered = mode == "filter"
+    certificate = tv_certificate(
+        mixed["gamma"], approximation.prior_kept, approximation.row_kept, approximate_run.beliefs
+    )
     series = [
         total_variation(exact.beliefs, approximate_run.beliefs),
         bounds["recursive"],
+        np.full(certificate.shape, np.nan) if filtered else certificate,
         *(
             statistic(times, axis=0)
             for times in (dense_time, sparse_time)
@@ -206,6 +244,7 @@ def run_cell(
         mixed["gamma"],
         mixed["gamma_time"],
         mixed["doeblin"],
+        mixed["gamma_exact"],
     ]
     return CellResult(np.array(series), np.array(scalars, dtype=np.float64))
 
@@ -218,6 +257,7 @@ def run_model(
     cells: list[tuple[float, str]],
     horizon: int,
     observe_every: int,
+    gamma_exact_max_states: int,
     **timing,
 ) -> list[CellResult]:
     """Every listed ``(p, mode)`` cell of one model in one task, sharing its work.
@@ -227,7 +267,7 @@ def run_model(
     once, exactly as the fine-grained graph does, then each cell in turn.
     """
     model = build(family, n_states, seed, params)
-    mixed = mixing(model)
+    mixed = mixing(model, n_states <= gamma_exact_max_states)
     references = {m: reference(model, m, horizon, observe_every, seed) for _, m in cells}
     approximations = {p: approximate(model, p) for p, _ in cells}
     return [

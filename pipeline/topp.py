@@ -17,11 +17,14 @@ sort them, to follow Algorithm 1's order exactly.
 
 from __future__ import annotations
 
+import itertools
+
 import numba
 import numpy as np
 import scipy.sparse as sp
 
 from pipeline.models.hmm import HMM
+from pipeline.models.structured import SparsePlusRankOne
 
 TOLERANCE = 1e-12
 """A prefix whose mass is at least ``p - TOLERANCE`` reaches ``p``."""
@@ -234,10 +237,12 @@ def topp_matrix(P, p) -> sp.csr_array:
 
     Parameters
     ----------
-    P : ndarray or scipy sparse matrix, shape (n, d)
-        Row-stochastic. Dense input is processed in row blocks of about
-        ``2**20`` entries in two passes (count each row's top-p set, then fill
-        the exactly sized result), so no ``(n, d)`` temporary is ever made.
+    P : ndarray, scipy sparse matrix or SparsePlusRankOne, shape (n, d)
+        Row-stochastic. Rows are processed in blocks in two passes (count each
+        row's top-p set, then fill the exactly sized result), so no ``(n, d)``
+        temporary is ever made. A structured matrix is cut among its stored
+        entries wherever those above the row's background reach ``p``; other
+        rows are generated densely, a block at a time.
     p : float in (0, 1]
 
     Returns
@@ -246,26 +251,31 @@ def topp_matrix(P, p) -> sp.csr_array:
         Row ``i`` is ``topp_vector(P[i], p)``, with no stored zeros.
     """
     target = _target(p)
+    if isinstance(P, SparsePlusRankOne):
+        return _assemble(_structured_blocks(P, target), P.shape, target)
     if sp.issparse(P):
         P = sp.csr_array(P, dtype=np.float64)
         if not P.has_canonical_format:
             P = P.copy()
             P.sum_duplicates()
-        _check_rows("P", P.data)
-        blocks = [(P.indptr, P.indices, P.data, np.empty((0, 0)))]
-    else:
-        P = np.asarray(P, dtype=np.float64)
-        if P.ndim != 2:
-            raise ValueError(f"P must be 2-D, got shape {P.shape}")
-        step = max(1, _BLOCK_ENTRIES // max(P.shape[1], 1))
-        blocks = [_dense_block(P[start : start + step]) for start in range(0, len(P), step)]
+        return _assemble([_csr_block(P)], P.shape, target)
+    P = np.asarray(P, dtype=np.float64)
+    if P.ndim != 2:
+        raise ValueError(f"P must be 2-D, got shape {P.shape}")
+    step = max(1, _BLOCK_ENTRIES // max(P.shape[1], 1))
+    blocks = [_dense_block(P[start : start + step]) for start in range(0, len(P), step)]
+    return _assemble(blocks, P.shape, target)
+
+
+def _assemble(blocks: list[tuple], shape: tuple[int, int], target: float) -> sp.csr_array:
+    """The top-p CSR array of consecutive row ``blocks`` (``_topp_rows`` arguments)."""
     no_index, no_data = np.empty(0, np.int64), np.empty(0)
     counts = np.concatenate(
         [_topp_rows(*block, target, no_index, no_data) for block in blocks] or [no_index]
     )
     indptr = np.zeros(counts.size + 1, np.int64)
     np.cumsum(counts, out=indptr[1:])
-    index_dtype = np.int32 if max(P.shape[1], indptr[-1]) < 2**31 else np.int64
+    index_dtype = np.int32 if max(shape[1], indptr[-1]) < 2**31 else np.int64
     indices, data = np.empty(indptr[-1], index_dtype), np.empty(indptr[-1])
     row = 0
     for block in blocks:
@@ -273,7 +283,7 @@ def topp_matrix(P, p) -> sp.csr_array:
         start, stop = indptr[row], indptr[row + n_rows]
         _topp_rows(*block, target, indices[start:stop], data[start:stop])
         row += n_rows
-    matrix = sp.csr_array((data, indices, indptr.astype(index_dtype)), shape=P.shape)
+    matrix = sp.csr_array((data, indices, indptr.astype(index_dtype)), shape=shape)
     matrix.has_sorted_indices = True
     return matrix
 
@@ -283,6 +293,70 @@ def _dense_block(rows: np.ndarray) -> tuple:
     rows = np.ascontiguousarray(rows)
     _check_rows("P", rows)
     return np.zeros(1, np.int64), np.empty(0, np.int32), np.empty(0), rows
+
+
+def _csr_block(rows: sp.csr_array) -> tuple:
+    """The ``_topp_rows`` arguments for a canonical CSR row block."""
+    _check_rows("P", rows.data)
+    return rows.indptr, rows.indices, rows.data, np.empty((0, 0))
+
+
+def _structured_blocks(P: SparsePlusRankOne, target: float) -> list[tuple]:
+    """Row blocks of ``P``: stored entries where they decide the cut, dense rows elsewhere.
+
+    Where ``v`` is constant, the entries of row ``i`` off the pattern all equal
+    the background ``u[i] * v[0]`` and come after every larger stored entry in
+    the sorted order: if the stored entries above the background reach ``p``,
+    the cut is among them and the CSR kernel finds it on those alone.
+    """
+    n, m = P.shape
+    full = sp.csr_array((P.pattern_values(), P.sparse.indices, P.sparse.indptr), shape=P.shape)
+    counts = np.diff(full.indptr)
+    background = P.background
+    if background is None or target > 1.0:
+        direct = np.zeros(n, dtype=bool)
+        above = np.zeros(n)
+    else:
+        level = np.repeat(background, counts)
+        above = np.bincount(
+            np.repeat(np.arange(n), counts),
+            weights=np.where(full.data > level, full.data, 0.0),
+            minlength=n,
+        )
+        direct = above >= target
+    _refuse_huge(P, target, ~direct, above, counts)
+    blocks = []
+    edges = [0, *(np.flatnonzero(np.diff(direct.astype(np.int8))) + 1).tolist(), n]
+    step = max(1, _BLOCK_ENTRIES // max(m, 1))
+    for start, stop in itertools.pairwise(edges):
+        if direct[start]:
+            blocks.append(_csr_block(full[start:stop]))
+        else:
+            blocks += [
+                _dense_block(P.rows(k, min(k + step, stop))) for k in range(start, stop, step)
+            ]
+    return blocks
+
+
+_MAX_ENTRIES = 5 * 10**8
+"""A structured top-p matrix may not grow past this many entries (6 GB)."""
+
+
+def _refuse_huge(P: SparsePlusRankOne, target, fallback, above, counts) -> None:
+    """Raise ``ValueError`` when the dense rows' cuts would keep too much background."""
+    if not fallback.any():
+        return
+    background = P.background
+    if background is None or target > 1.0:
+        estimate = fallback.sum() * P.shape[1]
+    else:
+        needed = np.ceil((target - above[fallback]) / np.maximum(background[fallback], 1e-300))
+        estimate = float(np.minimum(needed + counts[fallback], P.shape[1]).sum())
+    if estimate > _MAX_ENTRIES:
+        raise ValueError(
+            f"top-p would keep about {estimate:.3g} entries: in {int(fallback.sum())} rows the "
+            f"peaks hold less than p and the cut reaches the background; choose a smaller p"
+        )
 
 
 def topp_hmm(hmm: HMM, p) -> HMM:
@@ -298,3 +372,20 @@ def topp_hmm(hmm: HMM, p) -> HMM:
         topp_matrix(hmm.transition, p),
         topp_matrix(hmm.emission, p),
     )
+
+
+def kept_mass(P, Q: sp.csr_array) -> np.ndarray:
+    """The mass of each row of ``P`` that its top-p row ``Q`` keeps, shape (n,).
+
+    ``sum_{j: Q[i, j] > 0} P[i, j]``, the normaliser of Algorithm 1: at least
+    ``p``, and ``1 - kept_mass`` is ``TV(P[i], Q[i])`` (Theorem 4.1's proof).
+    ``P`` is dense, sparse or structured; ``Q = topp_matrix(P, p)``.
+    """
+    rows = np.repeat(np.arange(Q.shape[0]), np.diff(Q.indptr))
+    if isinstance(P, SparsePlusRankOne):
+        values = P.at(rows, Q.indices)
+    elif sp.issparse(P):
+        values = np.asarray(sp.csr_array(P)[rows, Q.indices]).ravel()
+    else:
+        values = np.asarray(P)[rows, Q.indices]
+    return np.bincount(rows, weights=values, minlength=Q.shape[0])

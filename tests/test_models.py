@@ -168,6 +168,27 @@ class TestLM:
         assert len(words) == 7620 and words[-1] == "<unk>" and "the" in words[:5]
 
 
+class TestPeaked:
+    def test_rows(self):
+        hmm = build_model("peaked", 200, seed=4, support=8, alpha=0.3, background=0.05)
+        T = hmm.transition
+        np.testing.assert_allclose(T.sum(axis=1), 1.0)
+        assert np.all(np.sort(T, axis=1)[:, :-8] == pytest.approx(0.05 / 200))
+        assert np.all((T > 0.05 / 200 + 1e-15).sum(axis=1) <= 8)
+
+    def test_seeds_and_checks(self):
+        a, b = (build_model("peaked", 50, seed=s).transition for s in (1, 2))
+        assert not np.array_equal(a, b)
+        np.testing.assert_array_equal(a, build_model("peaked", 50, seed=1).transition)
+        for params, message in (
+            ({"support": 0}, "1 <= support"),
+            ({"alpha": 0}, "alpha > 0"),
+            ({"background": 1.0}, "0 <= background < 1"),
+        ):
+            with pytest.raises(ValueError, match=message):
+                build_model("peaked", 50, **params)
+
+
 class TestBuildModel:
     def test_unknown_family_lists_allowed(self):
         with pytest.raises(ValueError, match="unknown model family 'foo'; allowed: weather, "):
@@ -184,5 +205,11 @@ class TestBuildModel:
 
     def test_family_parameters(self):
         assert family_parameters("dirichlet") == {"alpha": 0.1, "n_observations": None}
-        assert family_parameters("lm") == {"corpus": None, "alpha": 0.01}
-        assert family_parameters("bell") == {}
+        assert family_parameters("lm") == {"corpus": None, "alpha": 0.01, "structured": False}
+        assert family_parameters("bell") == {"structured": False}
+        assert family_parameters("peaked") == {
+            "support": 16,
+            "alpha": 0.5,
+            "background": 0.01,
+            "structured": False,
+        }

@@ -114,3 +114,26 @@ def test_fine_grained_graph_equals_fused_tasks(smoke, tmp_path):
     timing = {n for n in fused.data_vars if n.startswith(("runtime_", "build_time", "gamma_time"))}
     for name in sorted(set(fused.data_vars) - timing - {"speedup", "repeats"}):
         np.testing.assert_array_equal(fine[name].values, fused[name].values, err_msg=name)
+
+
+def test_structured_models_gamma_parts_doeblin_and_certificate(tmp_path):
+    result = sweep(
+        *TINY,
+        "grid.families=[bell,peaked]",
+        "grid.n_states=[4000,6000]",
+        "grid.seeds=[0]",
+        "model.bell.structured=true",
+        "model.peaked.structured=true",
+        "gamma_exact_max_states=5000",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr").load()
+    assert ds.gamma_exact.sel(n_states=4000).all() and not ds.gamma_exact.sel(n_states=6000).any()
+    np.testing.assert_array_equal(ds.gamma.sel(n_states=6000), ds.doeblin.sel(n_states=6000))
+    exact = minimal_mixing_rate(build_model("peaked", 4000, seed=0, structured=True).transition)
+    assert float(ds.gamma.sel(family="peaked", n_states=4000, seed=0)) == pytest.approx(exact)
+    predicted, filtered = ds.sel(mode="predict"), ds.sel(mode="filter")
+    assert bool((predicted.tv <= predicted.certificate + 1e-9).all())
+    assert bool((predicted.certificate <= predicted.bound + 1e-9).all())
+    assert bool(filtered.certificate.isnull().all())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from types import ModuleType
 
-from pipeline.models import bell, dirichlet, lm, uniform, weather
+from pipeline.models import bell, dirichlet, lm, peaked, uniform, weather
 from pipeline.models.hmm import HMM
 
 FAMILIES: dict[str, ModuleType] = {
@@ -22,6 +22,7 @@ FAMILIES: dict[str, ModuleType] = {
     "bell": bell,
     "lm": lm,
     "dirichlet": dirichlet,
+    "peaked": peaked,
 }
 """Family name -> its module."""
 
@@ -68,7 +69,8 @@ def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
 
     Families: ``weather`` (Example 1, 6 states), ``uniform`` and ``bell``
     (Section 5), ``lm`` (word bigrams with additive smoothing) and
-    ``dirichlet`` (random peaked rows); see each module's docstring.
+    ``dirichlet`` (random Dirichlet rows) and ``peaked`` (a few random successors on a
+    flat background, for very large models); see each module's docstring.
     ``params`` are the family's keyword parameters (``family_parameters``).
     """
     check_model(family, n_states, **params)

@@ -12,8 +12,10 @@ plus a uniform background rather than a trivially symmetric ring walk.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from pipeline.models.hmm import HMM
+from pipeline.models.structured import SparsePlusRankOne
 
 PEAK_MASS = 0.9
 BELL = PEAK_MASS * np.array([1.0, 4.0, 6.0, 4.0, 1.0]) / 16.0
@@ -21,8 +23,8 @@ BELL = PEAK_MASS * np.array([1.0, 4.0, 6.0, 4.0, 1.0]) / 16.0
 OFFSETS = np.arange(-2, 3)
 
 
-def bell_rows(centres: np.ndarray, n_states: int) -> np.ndarray:
-    """Dense rows whose bells sit at ``centres``.
+def bell_rows(centres: np.ndarray, n_states: int) -> SparsePlusRankOne:
+    """Rows whose bells sit at ``centres``, as peaks on a flat background.
 
     Parameters
     ----------
@@ -33,13 +35,19 @@ def bell_rows(centres: np.ndarray, n_states: int) -> np.ndarray:
 
     Returns
     -------
-    ndarray, shape (k, n_states)
+    SparsePlusRankOne, shape (k, n_states)
         ``0.1 / (n - 5)`` everywhere except ``BELL`` on ``centre - 2 .. centre + 2`` (mod n).
     """
-    rows = np.full((centres.size, n_states), (1.0 - PEAK_MASS) / (n_states - BELL.size))
+    background = (1.0 - PEAK_MASS) / (n_states - BELL.size)
     columns = (centres[:, None] + OFFSETS[None, :]) % n_states
-    rows[np.arange(centres.size)[:, None], columns] = BELL
-    return rows
+    peaks = sp.csr_array(
+        (
+            np.tile(BELL - background, centres.size),
+            (np.repeat(np.arange(centres.size), BELL.size), columns.ravel()),
+        ),
+        shape=(centres.size, n_states),
+    )
+    return SparsePlusRankOne(peaks, np.full(centres.size, background), np.ones(n_states))
 
 
 def centres(n_states: int, seed: int) -> np.ndarray:
@@ -47,13 +55,13 @@ def centres(n_states: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n_states, size=n_states)
 
 
-def check(n_states: int) -> None:
+def check(n_states: int, *, structured: bool = False) -> None:
     """Raise ``ValueError`` unless ``n_states >= 6`` (five bell states and a background)."""
     if n_states < BELL.size + 1:
         raise ValueError(f"the bell family needs n_states >= 6, got {n_states}")
 
 
-def build(n_states: int, seed: int = 0) -> HMM:
+def build(n_states: int, seed: int = 0, *, structured: bool = False) -> HMM:
     """The Bell HMM with ``n_states`` states and as many observations.
 
     - prior: uniform;
@@ -62,9 +70,13 @@ def build(n_states: int, seed: int = 0) -> HMM:
     - emission row ``i``: the same bell centred on ``i`` itself, a noisy reading
       of the state: 0.9 on observations ``i - 2 .. i + 2``, 0.1 spread over the rest.
 
+    ``structured`` keeps both matrices as peaks plus a flat background
+    (``SparsePlusRankOne``, O(n) memory, for 100,000s of states) instead of dense.
     Needs ``n_states >= 6`` so that the background is not empty.
     """
-    check(n_states)
+    check(n_states, structured=structured)
     transition = bell_rows(centres(n_states, seed), n_states)
     emission = bell_rows(np.arange(n_states), n_states)
+    if not structured:
+        transition, emission = transition.rows(0, n_states), emission.rows(0, n_states)
     return HMM(np.full(n_states, 1.0 / n_states), transition, emission)

@@ -17,12 +17,21 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.models.structured import SparsePlusRankOne
+
 ROW_SUM_TOLERANCE = 1e-9
 """How far a probability row's sum may stray from 1."""
 
 
-def _as_matrix(name: str, array) -> np.ndarray | sp.csr_array:
-    """A float64 dense ndarray, or a float64 CSR array with sorted indices."""
+Matrix = np.ndarray | sp.csr_array | SparsePlusRankOne
+"""The three representations of a transition or emission matrix."""
+
+
+def _as_matrix(name: str, array) -> Matrix:
+    """A float64 dense ndarray, a float64 CSR array with sorted indices, or a structured matrix."""
+    if isinstance(array, SparsePlusRankOne):
+        array.sparse.sort_indices()
+        return array
     if sp.issparse(array):
         matrix = sp.csr_array(array, dtype=np.float64)
         matrix.sum_duplicates()
@@ -34,24 +43,44 @@ def _as_matrix(name: str, array) -> np.ndarray | sp.csr_array:
     return matrix
 
 
-def validate_rows(name: str, matrix: np.ndarray | sp.csr_array, *, vector: bool = False) -> None:
+def _negative_factor(name: str, matrix: SparsePlusRankOne) -> None:
+    """Entries off the sparse pattern are ``u[i] * v[j]``: both factors must be >= 0."""
+    for factor, values in (("u", matrix.u), ("v", matrix.v)):
+        bad = ~np.isfinite(values) | (values < 0)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{name}.{factor}[{k}] = {float(values[k]):.12g}; the rank-one "
+                "factors must be finite and non-negative"
+            )
+
+
+def validate_rows(name: str, matrix: Matrix, *, vector: bool = False) -> None:
     """Every entry finite and non-negative, every row summing to 1.
 
     ``vector``: ``matrix`` is one distribution as a single row (messages name no row).
     """
-    values = matrix.data if sp.issparse(matrix) else matrix
+    if isinstance(matrix, SparsePlusRankOne):
+        _negative_factor(name, matrix)
+        pattern, values = matrix.sparse, matrix.pattern_values()
+    else:
+        pattern = matrix if sp.issparse(matrix) else None
+        values = matrix.data if sp.issparse(matrix) else matrix
     bad = ~np.isfinite(values) | (values < 0)
     if bad.any():
-        if sp.issparse(matrix):
+        if pattern is not None:
             position = int(np.flatnonzero(bad)[0])
-            row = int(np.searchsorted(matrix.indptr, position, side="right") - 1)
-            column, value = int(matrix.indices[position]), values[position]
+            row = int(np.searchsorted(pattern.indptr, position, side="right") - 1)
+            column, value = int(pattern.indices[position]), values[position]
         else:
             row, column = (int(k) for k in np.argwhere(bad)[0])
             value = values[row, column]
         where = f"{name}[{column}]" if vector else f"{name}[{row}, {column}]"
         raise ValueError(f"{where} = {float(value):.12g}; entries must be finite and non-negative")
-    sums = np.asarray(matrix.sum(axis=1)).ravel()
+    if isinstance(matrix, SparsePlusRankOne):
+        sums = matrix.row_sums()
+    else:
+        sums = np.asarray(matrix.sum(axis=1)).ravel()
     off = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
     if off.any():
         row = int(np.flatnonzero(off)[0])
@@ -64,22 +93,22 @@ def validate_rows(name: str, matrix: np.ndarray | sp.csr_array, *, vector: bool 
 
 @dataclass(frozen=True, eq=False)
 class HMM:
-    """A hidden Markov model with a dense or CSR transition and emission matrix.
+    """A hidden Markov model with dense, CSR or structured transition and emission matrices.
 
     Parameters
     ----------
     prior : array, shape (n_states,)
         Initial state distribution ``P(S_0)``. Always stored dense.
-    transition : ndarray or scipy.sparse.csr_array, shape (n_states, n_states)
+    transition : ndarray, csr_array or SparsePlusRankOne, shape (n_states, n_states)
         Row-stochastic transition matrix ``P(S_{t+1} = j | S_t = i)``.
-    emission : ndarray or scipy.sparse.csr_array, shape (n_states, n_observations)
+    emission : ndarray, csr_array or SparsePlusRankOne, shape (n_states, n_observations)
         Row-stochastic emission matrix ``P(O_t = o | S_t = i)``.
 
     Every array is converted to float64 (sparse input to CSR with sorted
     indices). Construction raises ``ValueError`` naming the offending array,
     row and value when shapes disagree, an entry is negative or not finite, or
     a row does not sum to 1 within ``ROW_SUM_TOLERANCE``. Which inference
-    backend runs (dense BLAS or sparse CSR) follows ``transition``'s format.
+    backend runs (dense BLAS, sparse CSR or structured) follows ``transition``'s format.
 
     >>> import numpy as np
     >>> hmm = HMM(np.array([0.5, 0.5]), np.eye(2), np.array([[0.9, 0.1], [0.2, 0.8]]))
