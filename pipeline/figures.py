@@ -54,14 +54,14 @@ def runtime_figure(ds: xr.Dataset) -> Figure:
     """Cumulative runtime against the time step: exact dense vs each top-p (Figures 1, 2)."""
     figure, panels = _grid(
         ds,
-        "Cumulative runtime of exact (dense) and top-p (sparse) inference\n"
+        "Cumulative runtime of exact (dense or structured) and top-p (sparse) inference\n"
         "lines: median over repeats and seeds; bands: min to max",
     )
     t = ds["t"].values
     for axis, family, n, mode in panels:
         cell = ds.sel(family=family, n_states=n, mode=mode)
         # Every (p, seed) cell timed the same exact model: pool them.
-        axis.plot(t, cell["runtime_dense"].median(("p", "seed")), color="C0", label="exact (dense)")
+        axis.plot(t, cell["runtime_dense"].median(("p", "seed")), color="C0", label="exact")
         axis.fill_between(
             t,
             cell["runtime_dense_min"].min(("p", "seed")),

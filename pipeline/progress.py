@@ -16,6 +16,7 @@ class Progress:
     ):
         self.total, self.already = total, already
         self.finished = self.failed = 0
+        self.shown: tuple[int, int] | None = None  # the counts of the last line shown
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.interval = 0.2 if self.tty else interval
@@ -39,6 +40,7 @@ class Progress:
         return f"{done}/{self.total} cells{failed}, {rate:.2f} cells/s, ETA {eta}"
 
     def _show(self) -> None:
+        self.shown = (self.finished, self.failed)
         if self.tty:
             width = 30
             filled = int(width * (self.already + self.finished) / max(self.total, 1))
@@ -49,7 +51,8 @@ class Progress:
         self.stream.flush()
 
     def close(self) -> None:
-        self._show()
+        if self.shown != (self.finished, self.failed):
+            self._show()
         if self.tty:
             self.stream.write("\n")
         self.stream.flush()

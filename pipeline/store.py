@@ -68,12 +68,12 @@ VARIABLES: dict[str, Variable] = {
             "s",
             f"cumulative runtime of {what} inference to step t, {statistic} over repeats",
         )
-        for backend, what in (("dense", "exact dense"), ("sparse", "top-p sparse"))
+        for backend, what in (("dense", "exact (dense or structured)"), ("sparse", "top-p sparse"))
         for suffix, statistic in (("", "median"), ("_min", "min"), ("_max", "max"))
     },
     "repeats": Variable(CELL, "1", "interleaved dense/sparse run pairs timed"),
     "speedup": Variable(
-        CELL, "1", "dense over sparse runtime of the whole horizon, median of repeats"
+        CELL, "1", "exact over top-p runtime of the whole horizon, median of repeats"
     ),
     "log_evidence": Variable(
         CELL, "nat", "log evidence of the observations under the exact model (filter)"
