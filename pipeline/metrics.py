@@ -124,11 +124,6 @@ def _gamma_structured(indptr, indices, full, u, v, rows, best):
     return best
 
 
-def _full_pattern(T: SparsePlusRankOne) -> sp.csr_array:
-    """The entries of ``T`` at the stored positions of its sparse part, as CSR."""
-    return sp.csr_array((T.pattern_values(), T.sparse.indices, T.sparse.indptr), shape=T.shape)
-
-
 def mixing_rate_part(T, part: int, parts: int) -> float:
     """The least row overlap over pairs ``(i, k > i)`` with ``i % parts == part``.
 
@@ -137,7 +132,7 @@ def mixing_rate_part(T, part: int, parts: int) -> float:
     """
     rows = np.arange(part, T.shape[0] - 1, parts)
     if isinstance(T, SparsePlusRankOne):
-        full = _full_pattern(T)
+        full = T.pattern()
         return float(
             _gamma_structured(full.indptr, full.indices, full.data, T.u, T.v, rows, np.inf)
         )
@@ -205,7 +200,7 @@ def doeblin_lower_bound(T) -> float:
     O(nnz + n) for a structured matrix, so it serves where gamma costs too much.
     """
     if isinstance(T, SparsePlusRankOne):
-        columns = _full_pattern(T).tocsc()
+        columns = T.pattern().tocsc()
         columns.sort_indices()
         order = np.argsort(T.u, kind="stable")
         return float(
@@ -308,7 +303,7 @@ def sparsity(M) -> float:
         rows = np.repeat(np.arange(M.shape[0]), np.diff(M.sparse.indptr))
         on_pattern = np.count_nonzero(M.u[rows] * M.v[M.sparse.indices])
         off_pattern = np.count_nonzero(M.u) * np.count_nonzero(M.v) - on_pattern
-        return 1.0 - (off_pattern + np.count_nonzero(M.pattern_values())) / size
+        return 1.0 - (off_pattern + M.pattern().count_nonzero()) / size
     if sp.issparse(M):
         return 1.0 - M.count_nonzero() / size
     return 1.0 - np.count_nonzero(M) / size

@@ -310,7 +310,7 @@ def _structured_blocks(P: SparsePlusRankOne, target: float) -> list[tuple]:
     the cut is among them and the CSR kernel finds it on those alone.
     """
     n, m = P.shape
-    full = sp.csr_array((P.pattern_values(), P.sparse.indices, P.sparse.indptr), shape=P.shape)
+    full = P.pattern()
     counts = np.diff(full.indptr)
     background = P.background
     if background is None or target > 1.0:

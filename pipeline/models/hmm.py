@@ -62,7 +62,8 @@ def validate_rows(name: str, matrix: Matrix, *, vector: bool = False) -> None:
     """
     if isinstance(matrix, SparsePlusRankOne):
         _negative_factor(name, matrix)
-        pattern, values = matrix.sparse, matrix.pattern_values()
+        pattern = matrix.pattern()
+        values = pattern.data
     else:
         pattern = matrix if sp.issparse(matrix) else None
         values = matrix.data if sp.issparse(matrix) else matrix
@@ -157,5 +158,6 @@ class HMM:
 
     @property
     def is_sparse(self) -> bool:
-        """True when the transition matrix is CSR (the sparse inference backend runs)."""
+        """True when the transition matrix is CSR (a structured one is not, though the
+        same compiled loop runs both)."""
         return sp.issparse(self.transition)

@@ -80,10 +80,11 @@ class SparsePlusRankOne:
         """The entries at positions ``(rows[k], columns[k])``, shape (k,)."""
         return np.asarray(self.sparse[rows, columns]).ravel() + self.u[rows] * self.v[columns]
 
-    def pattern_values(self) -> np.ndarray:
-        """The full values ``S + u v`` at the stored positions of ``S``, in CSR order."""
+    def pattern(self) -> sp.csr_array:
+        """The entries ``S + u v`` at the stored positions of ``S``, as a CSR array."""
         rows = np.repeat(np.arange(self.shape[0]), np.diff(self.sparse.indptr))
-        return self.sparse.data + self.u[rows] * self.v[self.sparse.indices]
+        values = self.sparse.data + self.u[rows] * self.v[self.sparse.indices]
+        return sp.csr_array((values, self.sparse.indices, self.sparse.indptr), shape=self.shape)
 
     def row_sums(self) -> np.ndarray:
         return np.asarray(self.sparse.sum(axis=1)).ravel() + self.u * self.v.sum()
