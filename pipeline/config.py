@@ -157,6 +157,9 @@ class SweepConfig:
     """Replace an existing store made from a different grid instead of refusing."""
     fuse_states: int = 500
     """Models with at most this many states compute all their cells in one Dask task."""
+    exact_max_states: Optional[int] = None  # noqa: UP045
+    """Models with more states get no exact reference (default: all do): their cells time
+    top-p alone and the online certificate bounds its prediction error."""
     gamma_exact_max_states: int = 20000
     """gamma is exact up to this many states (a pair search in Dask tasks of about 2000
     rows); above, the Doeblin lower bound stands in for it (``gamma_exact`` says which)."""
@@ -294,6 +297,7 @@ def validate(cfg) -> None:
         ("retries", cfg.retries, 0),
         ("fuse_states", cfg.fuse_states, 0),
         ("gamma_exact_max_states", cfg.gamma_exact_max_states, 2),
+        ("exact_max_states", 2 if cfg.exact_max_states is None else cfg.exact_max_states, 2),
     ):
         if value < least:
             raise ConfigError(key, f"{value} is not allowed; allowed: integers >= {least}")

@@ -2,7 +2,8 @@
 
 Per ``(family, n_states, seed)``: one model build and one gamma; per model and
 mode: one exact reference run; per model and ``p``: one top-p build; per cell:
-the timed dense/sparse runs and the metrics. Models of at most ``fuse_states``
+the timed exact/top-p runs and the metrics (top-p alone, judged by the online
+certificate, above ``exact_max_states``). Models of at most ``fuse_states``
 states do all of that in a single task (``tasks.run_model``), because a Dask
 task costs milliseconds and their work costs less. Keys name the work and carry
 a token of the grid and the timing, so two sweeps on one scheduler never share
@@ -34,6 +35,7 @@ def submit(
     retries: int,
     fuse_states: int,
     gamma_exact_max_states: int,
+    exact_max_states: int | None,
 ) -> dict[Future, list[Cell]]:
     """Submit everything ``cells`` need; return each future with the cells it computes.
 
@@ -69,6 +71,7 @@ def submit(
     futures = {}
     for point, model_cells in by_model.items():
         family, n_states, seed = point
+        run_exact = exact_max_states is None or n_states <= exact_max_states
         if n_states <= fuse_states:
             pairs = [(cell.p, cell.mode) for cell in model_cells]
             future = client.submit(
@@ -79,6 +82,7 @@ def submit(
                 grid.horizon,
                 grid.observe_every,
                 gamma_exact_max_states,
+                run_exact,
                 **timing,
                 key=key("model-cells", *point, tokenize(pairs)),
                 retries=retries,
@@ -102,6 +106,7 @@ def submit(
                 grid.horizon,
                 grid.observe_every,
                 seed,
+                run_exact,
             )
             approximation = once("topp", (*point, cell.p), tasks.approximate, model, cell.p)
             future = client.submit(

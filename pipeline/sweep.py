@@ -77,6 +77,7 @@ def compute(client, grid: Grid, store: ResultStore, cfg) -> None:
         retries=cfg.retries,
         fuse_states=cfg.fuse_states,
         gamma_exact_max_states=cfg.gamma_exact_max_states,
+        exact_max_states=cfg.exact_max_states,
     )
     log.info("%d cells to compute, %d already done", len(cells), store.n_done)
     finished = as_completed(futures)

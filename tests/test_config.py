@@ -41,6 +41,7 @@ BAD = {
         "model.lm: corpus '/no/such/corpus.txt' does not exist",
     ),
     "repeats_0": (["timing.repeats=0"], "timing.repeats: 0 is not allowed"),
+    "exact_max_1": (["exact_max_states=1"], "exact_max_states: 1 is not allowed"),
     "workers_0": (["cluster.n_workers=0"], "cluster.n_workers: 0 is not allowed"),
     "weather_size": (
         ["grid.families=[weather]", "grid.n_states=[7]"],

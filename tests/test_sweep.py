@@ -137,3 +137,14 @@ def test_structured_models_gamma_parts_doeblin_and_certificate(tmp_path):
     assert bool((predicted.tv <= predicted.certificate + 1e-9).all())
     assert bool((predicted.certificate <= predicted.bound + 1e-9).all())
     assert bool(filtered.certificate.isnull().all())
+
+
+def test_sizes_beyond_exact_max_states_rely_on_the_certificate(tmp_path):
+    result = sweep(*TINY, "grid.families=[dirichlet]", "exact_max_states=30", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr").load()
+    small, large = ds.sel(n_states=20), ds.sel(n_states=40)
+    assert bool(np.isfinite(small.tv).all()) and bool(large.tv.isnull().all())
+    assert bool(large.speedup.isnull().all()) and bool(large.done.all())
+    assert bool(np.isfinite(large.certificate.sel(mode="predict")).all())
+    assert bool(np.isfinite(large.runtime_sparse).all())

@@ -56,3 +56,27 @@ def test_a_cell_names_every_value_once(model):
         threads=1,
     )
     np.testing.assert_array_equal(fused[0].series[:3], result.series[:3])  # tv, bound, certificate
+
+
+def test_without_an_exact_reference_only_top_p_is_timed(model):
+    skipped = tasks.reference(model, "filter", 8, 2, 0, run=False)
+    assert skipped.beliefs is None and np.isnan(skipped.log_evidence)
+    np.testing.assert_array_equal(
+        skipped.observations, tasks.reference(model, "filter", 8, 2, 0).observations
+    )
+    values = tasks.run_cell(
+        model,
+        tasks.approximate(model, 0.8),
+        tasks.reference(model, "predict", 8, 2, 0, run=False),
+        tasks.mixing(model, True),
+        0.8,
+        "predict",
+        repeats=2,
+        min_seconds=0.0,
+        max_repeats=5,
+        threads=1,
+    ).values()
+    for name in ("tv", "runtime_dense", "runtime_dense_min"):
+        assert np.isnan(values[name]).all(), name
+    assert np.isnan(values["speedup"]) and values["repeats"] == 2
+    assert np.isfinite(values["runtime_sparse"]).all() and np.isfinite(values["certificate"]).all()
