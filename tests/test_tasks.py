@@ -10,6 +10,22 @@ def model():
     return tasks.build("dirichlet", 60, 3, {"alpha": 0.2, "n_observations": None})
 
 
+def cell(model, reference):
+    """The top-0.8 prediction cell of ``model`` against ``reference``, two timed repeats."""
+    return tasks.run_cell(
+        model,
+        tasks.approximate(model, 0.8),
+        reference,
+        tasks.mixing(model, True),
+        0.8,
+        "predict",
+        repeats=2,
+        min_seconds=0.0,
+        max_repeats=5,
+        threads=1,
+    )
+
+
 def test_gamma_from_parts_equals_one_search(model):
     whole = tasks.mixing(model, True)
     parts = [tasks.mixing_part(model, k, 3) for k in range(3)]
@@ -25,19 +41,7 @@ def test_doeblin_stands_in_when_gamma_is_too_costly(model):
 
 
 def test_a_cell_names_every_value_once(model):
-    exact = tasks.reference(model, "predict", 8, 2, 0)
-    result = tasks.run_cell(
-        model,
-        tasks.approximate(model, 0.8),
-        exact,
-        tasks.mixing(model, True),
-        0.8,
-        "predict",
-        repeats=2,
-        min_seconds=0.0,
-        max_repeats=5,
-        threads=1,
-    )
+    result = cell(model, tasks.reference(model, "predict", 8, 2, 0))
     values = result.values()
     assert set(values) == set(tasks.SERIES) | set(tasks.SCALARS)
     assert values["repeats"] == 2 and np.all(values["tv"] <= values["certificate"] + 1e-12)
@@ -50,6 +54,7 @@ def test_a_cell_names_every_value_once(model):
         8,
         2,
         10**6,
+        True,
         repeats=2,
         min_seconds=0.0,
         max_repeats=5,
@@ -64,18 +69,7 @@ def test_without_an_exact_reference_only_top_p_is_timed(model):
     np.testing.assert_array_equal(
         skipped.observations, tasks.reference(model, "filter", 8, 2, 0).observations
     )
-    values = tasks.run_cell(
-        model,
-        tasks.approximate(model, 0.8),
-        tasks.reference(model, "predict", 8, 2, 0, run=False),
-        tasks.mixing(model, True),
-        0.8,
-        "predict",
-        repeats=2,
-        min_seconds=0.0,
-        max_repeats=5,
-        threads=1,
-    ).values()
+    values = cell(model, tasks.reference(model, "predict", 8, 2, 0, run=False)).values()
     for name in ("tv", "runtime_dense", "runtime_dense_min"):
         assert np.isnan(values[name]).all(), name
     assert np.isnan(values["speedup"]) and values["repeats"] == 2
