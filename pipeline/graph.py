@@ -1,6 +1,8 @@
 """The sweep's task graph: shared work once, deterministic keys.
 
-Per ``(family, n_states, seed)``: one model build and one gamma; per model and
+Per ``(family, n_states, seed)``: one model build and one gamma (an exact pair
+search split into tasks of about 2000 rows, or the Doeblin bound above
+``gamma_exact_max_states``); per model and
 mode: one exact reference run; per model and ``p``: one top-p build; per cell:
 the timed exact/top-p runs and the metrics (top-p alone, judged by the online
 certificate, above ``exact_max_states``). Models of at most ``fuse_states``

@@ -1,8 +1,9 @@
 """What the Dask workers run: models, exact references, gamma, top-p models, cells.
 
 Pure functions of their arguments (no I/O, no printing), so the task graph
-can recompute any of them on another worker. A cell returns a dict mapping
-result variable names (``pipeline.store.VARIABLES``) to values.
+can recompute any of them on another worker. A cell returns a ``CellResult``
+(two arrays, cheap to send) whose ``values()`` maps result variable names
+(``pipeline.store.VARIABLES``) to values.
 """
 
 from __future__ import annotations
