@@ -13,18 +13,12 @@ import xarray as xr
 
 from pipeline.figures import (
     MODE_TITLES,
-    models,
     runtime_figure,
     sparsity_speedup_figure,
     tv_figure,
 )
 from pipeline.paper import compare
-
-
-def _median(array: xr.DataArray) -> float:
-    values = np.asarray(array, dtype=float)
-    values = values[np.isfinite(values)]
-    return float(np.median(values)) if values.size else float("nan")
+from pipeline.results import finite_median, models
 
 
 def summary_table(ds: xr.Dataset) -> str:
@@ -46,33 +40,30 @@ def summary_table(ds: xr.Dataset) -> str:
         "done",
     ]
     rows = []
-    for family in ds["family"].values:
-        for n in ds["n_states"].values:
-            if "in_grid" in ds and not bool(ds["in_grid"].sel(family=family, n_states=n)):
-                continue
-            for p in ds["p"].values:
-                cell = last.sel(family=family, n_states=n, p=p)
-                done = cell["done"]
-                speedups = [
-                    _median(cell["speedup"].sel(mode=m).where(done.sel(mode=m))) for m in modes
+    for family, n in models(ds):
+        for p in ds["p"].values:
+            cell = last.sel(family=family, n_states=n, p=p)
+            done = cell["done"]
+            speedups = [
+                finite_median(cell["speedup"].sel(mode=m).where(done.sel(mode=m))) for m in modes
+            ]
+            tv = (
+                finite_median(cell["tv"].sel(mode="predict").where(done.sel(mode="predict")))
+                if "predict" in modes
+                else float("nan")
+            )
+            rows.append(
+                [
+                    str(family),
+                    str(int(n)),
+                    f"{p:g}",
+                    *(f"{s:.2f}x" for s in speedups),
+                    f"{tv:.4f}",
+                    f"{finite_median(cell['bound']):.4f}",
+                    f"{finite_median(cell['sparsity']):.4f}",
+                    f"{int(done.sum())}/{done.size}",
                 ]
-                tv = (
-                    _median(cell["tv"].sel(mode="predict").where(done.sel(mode="predict")))
-                    if "predict" in modes
-                    else float("nan")
-                )
-                rows.append(
-                    [
-                        str(family),
-                        str(int(n)),
-                        f"{p:g}",
-                        *(f"{s:.2f}x" for s in speedups),
-                        f"{tv:.4f}",
-                        f"{_median(cell['bound']):.4f}",
-                        f"{_median(cell['sparsity']):.4f}",
-                        f"{int(done.sum())}/{done.size}",
-                    ]
-                )
+            )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
@@ -101,14 +92,20 @@ def mixing_table(ds: xr.Dataset) -> str:
     rows = []
     for family, n in models(ds):
         model = ds.sel(family=family, n_states=n)
-        gamma = _median(model["gamma"])
+        gamma = finite_median(model["gamma"])
         method = "exact" if bool(model["gamma_exact"].all()) else "Doeblin lower bound"
         cells = []
         for p in ds["p"].values:
             bound = (1 - p) / gamma if gamma > 0 else float("inf")
             cells.append(f"{bound:.5g} ({'informative' if bound < 1 else 'trivial'})")
         rows.append(
-            [f"{family}, n={n}", f"{gamma:.5g}", method, f"{_median(model['doeblin']):.5g}", *cells]
+            [
+                f"{family}, n={n}",
+                f"{gamma:.5g}",
+                method,
+                f"{finite_median(model['doeblin']):.5g}",
+                *cells,
+            ]
         )
     return _markdown(header, rows)
 

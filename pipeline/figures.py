@@ -11,18 +11,10 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from pipeline.results import models
+
 MODE_TITLES = {"predict": "prediction", "filter": "filtering"}
 PANEL = (3.8, 3.0)  # inches per panel
-
-
-def models(ds: xr.Dataset) -> list[tuple[str, int]]:
-    """The ``(family, n_states)`` pairs the run has, in coordinate order."""
-    pairs = []
-    for family in ds["family"].values:
-        for n in ds["n_states"].values:
-            if "in_grid" not in ds or bool(ds["in_grid"].sel(family=family, n_states=n)):
-                pairs.append((str(family), int(n)))
-    return pairs
 
 
 def _grid(ds: xr.Dataset, title: str):

@@ -108,10 +108,11 @@ def _forward(hmm: HMM, initial, likelihoods, rows) -> FilterResult:
     elapsed = np.empty(steps)
     zero = np.zeros(steps, dtype=bool)
     arguments = (initial, likelihoods, rows, beliefs, elapsed, zero)
-    if hmm.is_sparse or isinstance(hmm.transition, SparsePlusRankOne):
-        log_evidence = _kernels.forward_csr(*_csr_parts(hmm.transition), *arguments)
-    else:
+    csr = _csr_parts(hmm.transition)
+    if csr is None:
         log_evidence = _kernels.forward_dense(hmm.transition, *arguments)
+    else:
+        log_evidence = _kernels.forward_csr(*csr, *arguments)
     return FilterResult(beliefs, float(log_evidence), np.flatnonzero(zero), elapsed)
 
 
@@ -127,10 +128,11 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows) -> FilterResult:
     zero = np.zeros((size, steps), dtype=bool)
     log_evidence = np.zeros(size)
     arguments = (block, likelihoods, rows, beliefs, elapsed, zero, log_evidence)
-    if hmm.is_sparse or isinstance(hmm.transition, SparsePlusRankOne):
-        _kernels.forward_csr_block(*_csr_parts(hmm.transition), *arguments)
-    else:
+    csr = _csr_parts(hmm.transition)
+    if csr is None:
         _kernels.forward_dense_block(hmm.transition, *arguments)
+    else:
+        _kernels.forward_csr_block(*csr, *arguments)
     return FilterResult(
         np.ascontiguousarray(beliefs.transpose(2, 0, 1)),
         log_evidence,
@@ -139,12 +141,15 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows) -> FilterResult:
     )
 
 
-def _csr_parts(T) -> tuple:
-    """The CSR arrays of ``T`` (of its sparse part) and its rank-one factors (empty if none)."""
+def _csr_parts(T) -> tuple | None:
+    """The CSR kernel's view of ``T``: the CSR arrays of ``T`` (or of its sparse part)
+    and its rank-one factors (empty if none); None for a dense ``T``."""
     if isinstance(T, SparsePlusRankOne):
         S = T.sparse
         return S.indptr, S.indices, S.data, T.u, T.v
-    return T.indptr, T.indices, T.data, np.empty(0), np.empty(0)
+    if sp.issparse(T):
+        return T.indptr, T.indices, T.data, np.empty(0), np.empty(0)
+    return None
 
 
 def _validate_initial(hmm: HMM, initial) -> np.ndarray:

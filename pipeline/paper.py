@@ -15,6 +15,8 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
+from pipeline.results import finite_median, models
+
 PAPER_SIZES = {"bell": 800, "uniform": 800, "lm": 7620}
 
 
@@ -75,31 +77,23 @@ def _matches(claim: Claim, ours: float) -> bool:
     return abs(ours - claim.value) <= max(0.01, 0.1 * claim.value)
 
 
-def _median(array: xr.DataArray) -> float:
-    values = np.asarray(array, dtype=float)
-    values = values[np.isfinite(values)]
-    return float(np.median(values)) if values.size else float("nan")
-
-
 def _size(ds: xr.Dataset, family: str) -> int | None:
     """The paper's size for ``family`` if the run has it, else the run's largest size."""
-    if family not in ds["family"].values:
+    sizes = [n for f, n in models(ds) if f == family]
+    if not sizes:
         return None
-    sizes = ds["n_states"].values
-    if "in_grid" in ds:
-        sizes = sizes[ds["in_grid"].sel(family=family).values]
-    return PAPER_SIZES[family] if PAPER_SIZES[family] in sizes else int(sizes.max())
+    return PAPER_SIZES[family] if PAPER_SIZES[family] in sizes else max(sizes)
 
 
 def _value(ds: xr.Dataset, claim: Claim, n: int) -> float:
     cell = ds.sel(family=claim.family, n_states=n, p=claim.p)
     if claim.quantity == "sparsity":
-        return _median(cell["sparsity"])
+        return finite_median(cell["sparsity"])
     cell = cell.sel(mode=claim.mode)
     done = cell["done"]
     if claim.quantity == "speedup":
-        return _median(cell["speedup"].where(done))
-    return _median(cell["tv"].isel(t=-1).where(done))
+        return finite_median(cell["speedup"].where(done))
+    return finite_median(cell["tv"].isel(t=-1).where(done))
 
 
 def _microseconds(value: float) -> str:
@@ -108,7 +102,7 @@ def _microseconds(value: float) -> str:
 
 def _per_step(cell: xr.Dataset, backend: str) -> float:
     """Median runtime of one step of ``backend`` in microseconds."""
-    total = _median(cell[f"runtime_{backend}"].isel(t=-1).where(cell["done"]))
+    total = finite_median(cell[f"runtime_{backend}"].isel(t=-1).where(cell["done"]))
     return 1e6 * total / int(cell["t"].values[-1])
 
 
@@ -117,7 +111,7 @@ def _reason(ds: xr.Dataset, claim: Claim, n: int, ours: float) -> str:
     if n != PAPER_SIZES[claim.family]:
         return f"this run has {claim.family} at n={n}, the paper n={PAPER_SIZES[claim.family]}"
     model = ds.sel(family=claim.family, n_states=n)
-    kept = 1 - _median(model["sparsity"].sel(p=claim.p))
+    kept = 1 - finite_median(model["sparsity"].sel(p=claim.p))
     if claim.family == "lm" and claim.quantity in ("sparsity", "speedup"):
         return (
             f"our LM keeps {kept:.0%} of its transitions at p={claim.p:g}: with add-k "
@@ -138,7 +132,7 @@ def _reason(ds: xr.Dataset, claim: Claim, n: int, ours: float) -> str:
                 f"with every value: {measured}"
             )
         if claim.mode == "filter":
-            other = _median(model["speedup"].sel(p=claim.p, mode="predict"))
+            other = finite_median(model["speedup"].sel(p=claim.p, mode="predict"))
             return (
                 f"{measured}; our exact filter conditions on one emission column (O(n)) "
                 f"per observation, so it costs what prediction costs ({other:.1f}x "
@@ -149,7 +143,7 @@ def _reason(ds: xr.Dataset, claim: Claim, n: int, ours: float) -> str:
         return (
             f"the paper does not say which five states a Bell row favours nor the prior; "
             f"ours centres each row's bell on a random state and starts uniform "
-            f"(gamma = {_median(model['gamma']):.3f}), a different chain"
+            f"(gamma = {finite_median(model['gamma']):.3f}), a different chain"
         )
     if claim.quantity == "tv" and claim.family == "lm":
         return "a different corpus and smoothing give a different LM (see the sparsity rows)"
