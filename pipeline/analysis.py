@@ -13,12 +13,13 @@ import xarray as xr
 
 from pipeline.figures import (
     MODE_TITLES,
+    payoff_figure,
     runtime_figure,
     sparsity_speedup_figure,
     tv_figure,
 )
 from pipeline.paper import compare
-from pipeline.results import finite_median, models
+from pipeline.results import finite_median, models, payoff
 
 
 def summary_table(ds: xr.Dataset) -> str:
@@ -110,6 +111,26 @@ def mixing_table(ds: xr.Dataset) -> str:
     return _markdown(header, rows)
 
 
+def payoff_table(ds: xr.Dataset) -> str:
+    """Per mode: how many done cells top-p speeds up, the fit of speedup on kept fraction."""
+    header = ["mode", "cells", "top-p faster", "fit: speedup =", "break-even kept", "kept"]
+    rows = []
+    for mode in ds["mode"].values:
+        fit = payoff(ds, str(mode))
+        span = f"{fit.kept.min():.3g} to {fit.kept.max():.3g}" if fit.kept.size else "-"
+        rows.append(
+            [
+                MODE_TITLES[str(mode)],
+                str(fit.kept.size),
+                str(int((fit.speedup > 1).sum())),
+                f"{fit.scale:.3g} kept^{fit.exponent:.2f}",
+                f"{fit.break_even:.3g}",
+                span,
+            ]
+        )
+    return _markdown(header, rows)
+
+
 def paper_table(ds: xr.Dataset) -> str:
     """This run beside every number the paper publishes, each marked matching or differing."""
     header = ["quantity", "model", "p", "mode", "paper", "this run", "", "why it differs"]
@@ -174,6 +195,16 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
         "",
         paper_table(ds),
         "",
+        "## When top-p pays",
+        "",
+        "Every done cell's speedup against the fraction of transitions its top-p matrix "
+        "keeps (1 - sparsity), fitted by least squares on the logarithms over all models and "
+        "p of this run. An exponent near -1 says top-p's runtime follows its stored entries; "
+        "the break-even kept fraction is where the fit crosses 1x: top-p pays below it. "
+        "Per-step overheads make small models fall off the line.",
+        "",
+        payoff_table(ds),
+        "",
         "## Minimal mixing rate",
         "",
         "Theorem 4.3 bounds the prediction error by (1-p)/gamma; it says something only "
@@ -217,6 +248,7 @@ def analyze(store, out=None) -> Path:
         "runtime.png": runtime_figure(ds),
         "tv.png": tv_figure(ds),
         "sparsity_speedup.png": sparsity_speedup_figure(ds),
+        "payoff.png": payoff_figure(ds),
     }
     for name, figure in figures.items():
         figure.savefig(out / name, dpi=90)

@@ -7,11 +7,12 @@ matplotlib's object API (no pyplot state, no display needed).
 
 from __future__ import annotations
 
+import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from pipeline.results import models
+from pipeline.results import models, payoff
 
 MODE_TITLES = {"predict": "prediction", "filter": "filtering"}
 PANEL = (3.8, 3.0)  # inches per panel
@@ -155,5 +156,38 @@ def sparsity_speedup_figure(ds: xr.Dataset) -> Figure:
     )
     left.legend(fontsize="small")
     handles, labels = right.get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncols=4, fontsize="small")
+    return figure
+
+
+def payoff_figure(ds: xr.Dataset) -> Figure:
+    """When top-p pays: every done cell's speedup against its fraction of transitions kept.
+
+    One panel per mode, one colour per model, with the least-squares line of
+    ``log speedup`` on ``log kept`` and the break-even point where it crosses 1.
+    """
+    modes = [str(m) for m in ds["mode"].values]
+    figure = Figure(figsize=(5.5 * len(modes), 4.8 + 0.25 * len(models(ds))), layout="constrained")
+    axes = figure.subplots(1, len(modes), squeeze=False, sharey=True)[0]
+    figure.suptitle("When top-p pays: speedup against the fraction of transitions kept")
+    for axis, mode in zip(axes, modes, strict=True):
+        for k, (family, n) in enumerate(models(ds)):
+            cells = payoff(ds.sel(family=family, n_states=n), mode)
+            axis.scatter(cells.kept, cells.speedup, color=f"C{k}", s=18, label=f"{family}, n={n}")
+        fit = payoff(ds, mode)
+        axis.axhline(1, color="grey", linewidth=1)
+        if np.isfinite(fit.break_even):
+            kept = np.geomspace(fit.kept.min(), fit.kept.max(), 50)
+            axis.plot(kept, fit.scale * kept**fit.exponent, color="black", linestyle="--")
+            axis.axvline(fit.break_even, color="black", linewidth=1, linestyle=":")
+        axis.set(
+            xscale="log",
+            yscale="log",
+            xlabel="fraction of transitions kept (1 - sparsity)",
+            ylabel="speedup (exact runtime / top-p runtime)",
+            title=f"{MODE_TITLES[mode]}: fit speedup = {fit.scale:.3g} kept^{fit.exponent:.2f}\n"
+            f"dashed: fit; dotted: break-even at kept = {fit.break_even:.3g}; grey: 1x",
+        )
+    handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside lower center", ncols=4, fontsize="small")
     return figure
