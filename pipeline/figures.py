@@ -160,6 +160,11 @@ def sparsity_speedup_figure(ds: xr.Dataset) -> Figure:
     return figure
 
 
+def break_even_text(fit) -> str:
+    """The break-even kept fraction of a ``Payoff`` fit, or why there is none."""
+    return f"{fit.break_even:.3g}" if np.isfinite(fit.break_even) else "none in range"
+
+
 def payoff_figure(ds: xr.Dataset) -> Figure:
     """When top-p pays: every done cell's speedup against its fraction of transitions kept.
 
@@ -176,9 +181,10 @@ def payoff_figure(ds: xr.Dataset) -> Figure:
             axis.scatter(cells.kept, cells.speedup, color=f"C{k}", s=18, label=f"{family}, n={n}")
         fit = payoff(ds, mode)
         axis.axhline(1, color="grey", linewidth=1)
-        if np.isfinite(fit.break_even):
+        if np.isfinite(fit.exponent):
             kept = np.geomspace(fit.kept.min(), fit.kept.max(), 50)
             axis.plot(kept, fit.scale * kept**fit.exponent, color="black", linestyle="--")
+        if np.isfinite(fit.break_even):
             axis.axvline(fit.break_even, color="black", linewidth=1, linestyle=":")
         axis.set(
             xscale="log",
@@ -186,7 +192,7 @@ def payoff_figure(ds: xr.Dataset) -> Figure:
             xlabel="fraction of transitions kept (1 - sparsity)",
             ylabel="speedup (exact runtime / top-p runtime)",
             title=f"{MODE_TITLES[mode]}: fit speedup = {fit.scale:.3g} kept^{fit.exponent:.2f}\n"
-            f"dashed: fit; dotted: break-even at kept = {fit.break_even:.3g}; grey: 1x",
+            f"dashed: fit; dotted: break-even at kept = {break_even_text(fit)}; grey: 1x",
         )
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside lower center", ncols=4, fontsize="small")

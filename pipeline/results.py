@@ -31,7 +31,8 @@ class Payoff(NamedTuple):
     ``kept`` (k,) and ``speedup`` (k,) are the done cells' ``1 - sparsity`` and
     ``speedup``; ``exponent`` and ``scale`` fit ``speedup = scale * kept**exponent``
     by least squares on the logarithms; ``break_even`` is the kept fraction where
-    that fit crosses 1 (NaN where the cells do not determine a fit).
+    that fit crosses 1, NaN where it crosses outside the kept fractions of the cells
+    (no extrapolation) or the cells do not determine a fit.
     """
 
     kept: np.ndarray
@@ -51,6 +52,7 @@ def payoff(ds: xr.Dataset, mode: str) -> Payoff:
     if np.unique(kept).size >= 2:
         exponent, log_scale = np.polyfit(np.log(kept), np.log(speedup), 1)
         scale = float(np.exp(log_scale))
-        if exponent != 0:
-            break_even = float(np.exp(-log_scale / exponent))
+        crossing = np.exp(-log_scale / exponent) if exponent != 0 else np.inf
+        if kept.min() <= crossing <= kept.max():
+            break_even = float(crossing)
     return Payoff(kept, speedup, float(exponent), scale, break_even)

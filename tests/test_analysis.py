@@ -106,3 +106,6 @@ def test_payoff_recovers_a_known_law():
     assert fit.scale == pytest.approx(0.2, rel=1e-9)
     assert fit.break_even == pytest.approx(0.2, rel=1e-9)
     assert "| prediction | 18 | 6 | 0.2 kept^-1.00 | 0.2 |" in payoff_table(ds)
+    ds["speedup"][:] = (1e3 / kept).broadcast_like(ds["speedup"])  # crosses 1 at kept = 1000
+    assert np.isnan(payoff(ds, "predict").break_even)  # no extrapolation beyond the cells
+    assert "| prediction | 18 | 18 | 1e+03 kept^-1.00 | none in range |" in payoff_table(ds)
