@@ -17,6 +17,7 @@ sort them, to follow Algorithm 1's order exactly.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numba
@@ -162,14 +163,22 @@ def _kept(values, target, work, mark):
 
 
 @numba.njit(cache=True, nogil=True)
-def _topp_rows(indptr, in_indices, in_data, dense, target, indices, data):
-    """Top-p of each row of a dense block or a CSR matrix, in two modes.
+def _row(r, indptr, in_data, dense):
+    """Row ``r`` of a row block: ``dense[r]``, or the stored values of CSR row ``r``."""
+    if dense.shape[0] > 0:
+        return dense[r]
+    return in_data[indptr[r] : indptr[r + 1]]
 
-    Row ``r`` is ``dense[r]`` when ``dense`` has rows, else the CSR row
-    ``in_data[indptr[r]:indptr[r + 1]]`` at columns ``in_indices``. With empty
-    ``indices`` it returns each row's kept count (shape (rows,)); otherwise it
-    writes every row's kept columns and renormalised values, rows one after
-    the other, into ``indices`` and ``data`` and returns the counts again.
+
+@numba.njit(cache=True, nogil=True)
+def _cut_rows(indptr, in_data, dense, target, counts, level, ties, mass):
+    """First pass: find each row's top-p set and record where it is cut.
+
+    A row block is ``dense`` (rows, d) when that has rows, else CSR (``indptr``,
+    ``in_data``). For row ``r`` writes the kept count ``counts[r]``, the smallest
+    kept value ``level[r]``, how many kept entries equal it ``ties[r]``, and the
+    kept mass ``mass[r]``. By the prefix property of the sorted order the set is
+    then every entry above ``level[r]`` and the first ``ties[r]`` equal to it.
     """
     n_rows = dense.shape[0] if dense.shape[0] > 0 else indptr.size - 1
     width = dense.shape[1]
@@ -177,22 +186,42 @@ def _topp_rows(indptr, in_indices, in_data, dense, target, indices, data):
         width = max(width, indptr[r + 1] - indptr[r])
     work = np.empty(width, np.int64)
     mark = np.zeros(width, np.bool_)
-    counts = np.empty(n_rows, np.int64)
-    nnz = 0
     for r in range(n_rows):
-        if dense.shape[0] > 0:
-            row = dense[r]
-        else:
-            row = in_data[indptr[r] : indptr[r + 1]]
-        k, mass = _kept(row, target, work, mark)
-        counts[r] = k
-        if indices.size > 0:
-            for j in range(k):
-                column = work[j] if dense.shape[0] > 0 else in_indices[indptr[r] + work[j]]
-                indices[nnz + j] = column
-                data[nnz + j] = row[work[j]] / mass
-        nnz += k
-    return counts
+        row = _row(r, indptr, in_data, dense)
+        k, mass[r] = _kept(row, target, work, mark)
+        smallest, equal = np.inf, 0
+        for j in range(k):
+            value = row[work[j]]
+            if value < smallest:
+                smallest, equal = value, 1
+            elif value == smallest:
+                equal += 1
+        counts[r], level[r], ties[r] = k, smallest, equal
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_rows(indptr, in_indices, in_data, dense, level, ties, mass, indices, data):
+    """Second pass: write each row's kept columns and renormalised values, one scan per row.
+
+    Block and cut arguments as in ``_cut_rows``; the rows' entries go one after
+    the other into ``indices`` and ``data``.
+    """
+    n_rows = dense.shape[0] if dense.shape[0] > 0 else indptr.size - 1
+    position = 0
+    for r in range(n_rows):
+        row = _row(r, indptr, in_data, dense)
+        cut, left, total = level[r], ties[r], mass[r]
+        for j in range(row.size):
+            value = row[j]
+            if value < cut:
+                continue
+            if value == cut:
+                if left == 0:
+                    continue
+                left -= 1
+            indices[position] = j if dense.shape[0] > 0 else in_indices[indptr[r] + j]
+            data[position] = value / total
+            position += 1
 
 
 def _check_rows(name: str, values: np.ndarray) -> None:
@@ -258,51 +287,62 @@ def topp_matrix(P, p) -> sp.csr_array:
         if not P.has_canonical_format:
             P = P.copy()
             P.sum_duplicates()
-        return _assemble([_csr_block(P)], P.shape, target)
+        block = _csr_block(P)
+        return _assemble([lambda: block], P.shape, target)
     P = np.asarray(P, dtype=np.float64)
     if P.ndim != 2:
         raise ValueError(f"P must be 2-D, got shape {P.shape}")
     step = max(1, _BLOCK_ENTRIES // max(P.shape[1], 1))
-    blocks = [_dense_block(P[start : start + step]) for start in range(0, len(P), step)]
+    blocks = [
+        functools.partial(_dense_block, P[start : start + step]) for start in range(0, len(P), step)
+    ]
     return _assemble(blocks, P.shape, target)
 
 
-def _assemble(blocks: list[tuple], shape: tuple[int, int], target: float) -> sp.csr_array:
-    """The top-p CSR array of consecutive row ``blocks`` (``_topp_rows`` arguments)."""
-    no_index, no_data = np.empty(0, np.int64), np.empty(0)
-    counts = np.concatenate(
-        [_topp_rows(*block, target, no_index, no_data) for block in blocks] or [no_index]
-    )
-    indptr = np.zeros(counts.size + 1, np.int64)
+def _assemble(blocks: list, shape: tuple[int, int], target: float) -> sp.csr_array:
+    """The top-p CSR array of consecutive row blocks.
+
+    ``blocks`` are callables returning a block's ``(indptr, indices, data,
+    dense)`` kernel arguments; each is called once per pass, so at most one
+    generated block exists at a time. The first pass checks the values.
+    """
+    n = shape[0]
+    counts, ties = np.empty(n, np.int64), np.empty(n, np.int64)
+    level, mass = np.empty(n), np.empty(n)
+    edges = [0]
+    for block in blocks:
+        indptr, _, data, dense = block()
+        _check_rows("P", dense if dense.shape[0] else data)
+        rows = slice(edges[-1], edges[-1] + (dense.shape[0] or indptr.size - 1))
+        _cut_rows(indptr, data, dense, target, counts[rows], level[rows], ties[rows], mass[rows])
+        edges.append(rows.stop)
+    indptr = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=indptr[1:])
     index_dtype = np.int32 if max(shape[1], indptr[-1]) < 2**31 else np.int64
     indices, data = np.empty(indptr[-1], index_dtype), np.empty(indptr[-1])
-    row = 0
-    for block in blocks:
-        n_rows = block[3].shape[0] or block[0].size - 1
-        start, stop = indptr[row], indptr[row + n_rows]
-        _topp_rows(*block, target, indices[start:stop], data[start:stop])
-        row += n_rows
+    for block, (start, stop) in zip(blocks, itertools.pairwise(edges), strict=True):
+        rows, entries = slice(start, stop), slice(indptr[start], indptr[stop])
+        cut = level[rows], ties[rows], mass[rows]
+        _fill_rows(*block(), *cut, indices[entries], data[entries])
     matrix = sp.csr_array((data, indices, indptr.astype(index_dtype)), shape=shape)
     matrix.has_sorted_indices = True
     return matrix
 
 
 def _dense_block(rows: np.ndarray) -> tuple:
-    """The ``_topp_rows`` arguments for a dense row block (checked, C-contiguous)."""
+    """The kernel arguments for a dense row block (C-contiguous)."""
     rows = np.ascontiguousarray(rows)
-    _check_rows("P", rows)
     return np.zeros(1, np.int64), np.empty(0, np.int32), np.empty(0), rows
 
 
 def _csr_block(rows: sp.csr_array) -> tuple:
-    """The ``_topp_rows`` arguments for a canonical CSR row block."""
-    _check_rows("P", rows.data)
+    """The kernel arguments for a canonical CSR row block."""
     return rows.indptr, rows.indices, rows.data, np.empty((0, 0))
 
 
-def _structured_blocks(P: SparsePlusRankOne, target: float) -> list[tuple]:
-    """Row blocks of ``P``: stored entries where they decide the cut, dense rows elsewhere.
+def _structured_blocks(P: SparsePlusRankOne, target: float) -> list:
+    """Row blocks of ``P`` (as ``_assemble`` takes them): stored entries where they
+    decide the cut, dense rows generated a block at a time elsewhere.
 
     Where ``v`` is constant, the entries of row ``i`` off the pattern all equal
     the background ``u[i] * v[0]`` and come after every larger stored entry in
@@ -330,12 +370,18 @@ def _structured_blocks(P: SparsePlusRankOne, target: float) -> list[tuple]:
     step = max(1, _BLOCK_ENTRIES // max(m, 1))
     for start, stop in itertools.pairwise(edges):
         if direct[start]:
-            blocks.append(_csr_block(full[start:stop]))
+            blocks.append(functools.partial(_csr_block, full[start:stop]))
         else:
             blocks += [
-                _dense_block(P.rows(k, min(k + step, stop))) for k in range(start, stop, step)
+                functools.partial(_structured_rows, P, k, min(k + step, stop))
+                for k in range(start, stop, step)
             ]
     return blocks
+
+
+def _structured_rows(P: SparsePlusRankOne, start: int, stop: int) -> tuple:
+    """The kernel arguments for rows ``start:stop`` of ``P``, generated densely."""
+    return _dense_block(P.rows(start, stop))
 
 
 _MAX_ENTRIES = 5 * 10**8

@@ -165,6 +165,17 @@ class TestProperties:
             np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
 
 
+@given(st.integers(1, 20), st.integers(1, 40), probabilities, st.integers(0, 2**32 - 1))
+def test_matrix_rows_with_ties_equal_vectors(n, d, p, seed):
+    # Entries from {0, 1, 2, 3} / row sum: exact ties, and cuts that fall inside a tie level.
+    counts = np.random.default_rng(seed).integers(0, 4, (n, d)).astype(float)
+    counts[:, 0] += 1
+    P = counts / counts.sum(axis=1, keepdims=True)
+    expected = np.array([topp_vector(row, p) for row in P])
+    for Q in (topp_matrix(P, p), topp_matrix(sp.csr_array(P), p)):
+        np.testing.assert_array_equal(Q.toarray(), expected)
+
+
 def test_matrix_larger_than_a_block():
     # 1100 x 1000 entries span two row blocks of 2**20 entries.
     P = random_stochastic(np.random.default_rng(0), 1100, 1000, zeros=0.5)
