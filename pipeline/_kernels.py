@@ -4,7 +4,8 @@ Each runs the whole horizon in one compiled loop, so no backend pays
 per-step Python overhead and a speedup measures the method, not the
 interpreter. The dense one calls BLAS (``np.dot``, a matrix-vector product)
 once per step; the CSR one scatters the stored entries of the rows of states
-with non-zero belief, and adds the rank-one part of a structured matrix
+with non-zero belief (or, for short rows and a mostly non-zero belief, all
+entries in one flat loop), and adds the rank-one part of a structured matrix
 ``S + outer(u, v)`` in O(n). Each step reads the monotonic clock (about 30 ns)
 to record the cumulative runtime. The ``_block`` variants advance B
 distributions at once as a state-major (n, B) block.
@@ -75,6 +76,28 @@ def _advance_csr(indptr, indices, data, belief, out):
 
 
 @numba.njit(cache=True, nogil=True)
+def _advance_entries(entry_rows, indices, data, belief, out):
+    """``out = belief @ T`` for CSR ``T`` as one flat loop over its entries.
+
+    ``entry_rows[k]`` is the row of entry ``k``. With short rows (a few entries
+    each) this beats the loop over rows, whose per-row work costs as much as
+    the rows' entries (1.1 against 1.3 to 2 ns per entry at 5 entries per row).
+    """
+    out[:] = 0.0
+    for k in range(data.size):
+        out[np.uintp(indices[k])] += data[k] * belief[np.uintp(entry_rows[k])]
+
+
+@numba.njit(cache=True, nogil=True)
+def _mostly_non_zero(belief):
+    """Whether at least half the entries of ``belief`` are non-zero."""
+    count = 0
+    for i in range(belief.size):
+        count += belief[i] != 0.0
+    return 2 * count >= belief.size
+
+
+@numba.njit(cache=True, nogil=True)
 def _step(t, prior, likelihoods, rows, beliefs, zero, log_evidence):
     """Condition step ``t``'s belief on its observation; return the updated log evidence."""
     if t == 0:
@@ -106,12 +129,18 @@ def forward_dense(T, prior, likelihoods, rows, beliefs, elapsed, zero):
 
 
 @numba.njit(cache=True, nogil=True)
-def forward_csr(indptr, indices, data, u, v, prior, likelihoods, rows, beliefs, elapsed, zero):
+def forward_csr(
+    indptr, indices, data, entry_rows, u, v, prior, likelihoods, rows, beliefs, elapsed, zero
+):
     """The forward recursion with a CSR transition matrix ``S``, or ``S + outer(u, v)``.
 
     Parameters
     ----------
     indptr, indices, data : the CSR arrays of the transition matrix ``S``, shape (n, n).
+    entry_rows : (nnz,) the row of each entry, or empty. Given, steps from a belief
+        with at least half its entries non-zero run as one flat loop over the
+        entries (faster for short rows); the others, and every step without it,
+        run row by row and skip the rows of states with zero belief.
     u, v : (n,) the rank-one part of a structured matrix, or empty for plain CSR.
     prior : (n,) ``P(S_0)``.
     likelihoods : (k, n) ``P(o | S)`` for each distinct observed symbol.
@@ -130,7 +159,10 @@ def forward_csr(indptr, indices, data, u, v, prior, likelihoods, rows, beliefs, 
     log_evidence = 0.0
     for t in range(rows.size):
         if t > 0:
-            _advance_csr(indptr, indices, data, beliefs[t - 1], beliefs[t])
+            if entry_rows.size and _mostly_non_zero(beliefs[t - 1]):
+                _advance_entries(entry_rows, indices, data, beliefs[t - 1], beliefs[t])
+            else:
+                _advance_csr(indptr, indices, data, beliefs[t - 1], beliefs[t])
             if u.size:
                 _add_rank_one(u, v, beliefs[t - 1], beliefs[t])
         log_evidence = _step(t, prior, likelihoods, rows, beliefs, zero, log_evidence)

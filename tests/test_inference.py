@@ -7,6 +7,7 @@ from hmmlearn.hmm import CategoricalHMM
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pipeline import inference
 from pipeline.inference import filtering, predict
 from pipeline.models import HMM, build_model
 from pipeline.topp import topp_hmm
@@ -86,6 +87,21 @@ def test_against_hmmlearn_forward_pass(n):
         assert result.log_evidence == pytest.approx(
             reference.score(observations[:, None]), rel=1e-10
         )
+
+
+@pytest.mark.parametrize("short_rows", [0, 10**9], ids=["row-by-row", "flat-over-entries"])
+def test_both_csr_steps_equal_dense(short_rows, monkeypatch):
+    # Rows of 1 to ~100 entries and beliefs with exact zeros (the row-by-row step skips those).
+    monkeypatch.setattr(inference, "SHORT_ROWS", short_rows)
+    hmm = random_hmm(3, 150, 20, zeros=0.6)
+    top = topp_hmm(hmm, 0.5)
+    dense = HMM(top.prior, top.transition.toarray(), top.emission.toarray())
+    observations = np.random.default_rng(1).integers(-1, 20, 40)
+    for exact, sparse in ((hmm, as_sparse(hmm)), (dense, top)):
+        expected, result = filtering(exact, observations), filtering(sparse, observations)
+        assert (result.beliefs == 0).any() or sparse is not top
+        np.testing.assert_allclose(result.beliefs, expected.beliefs, rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(result.zero_evidence, expected.zero_evidence)
 
 
 @pytest.mark.parametrize("family", ["bell", "dirichlet", "lm_small"])
