@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from pipeline import _kernels
 from pipeline.models.hmm import HMM, validate_rows
-from pipeline.models.structured import SparsePlusRankOne
+from pipeline.models.structured import SparsePlusRankOne, entry_rows
 
 SHORT_ROWS = 64
 """A CSR matrix with fewer entries per row on average steps from mostly non-zero
@@ -119,11 +119,10 @@ def _forward(hmm: HMM, initial, likelihoods, rows) -> FilterResult:
     if csr is None:
         log_evidence = _kernels.forward_dense(hmm.transition, *arguments)
     else:
-        indptr, indices = csr[:2]
-        entry_rows = np.empty(0, indices.dtype)
-        if indices.size < SHORT_ROWS * n:
-            entry_rows = np.repeat(np.arange(n, dtype=indices.dtype), np.diff(indptr))
-        log_evidence = _kernels.forward_csr(*csr[:3], entry_rows, *csr[3:], *arguments)
+        indptr, indices, data, u, v = csr
+        flat = indices.size < SHORT_ROWS * n  # short rows: step over the entries at once
+        row_of_entry = entry_rows(indptr, indices.dtype) if flat else np.empty(0, indices.dtype)
+        log_evidence = _kernels.forward_csr(indptr, indices, data, row_of_entry, u, v, *arguments)
     return FilterResult(beliefs, float(log_evidence), np.flatnonzero(zero), elapsed)
 
 

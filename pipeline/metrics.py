@@ -16,7 +16,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.models.structured import SparsePlusRankOne
+from pipeline.models.structured import SparsePlusRankOne, entry_rows
 
 _CHUNK = 256
 """Columns summed between two pruning checks in the gamma kernels."""
@@ -300,7 +300,7 @@ def sparsity(M) -> float:
     size = np.prod(M.shape)
     if isinstance(M, SparsePlusRankOne):
         # Non-zero: rank-one entries off the pattern, and pattern entries that are non-zero.
-        rows = np.repeat(np.arange(M.shape[0]), np.diff(M.sparse.indptr))
+        rows = entry_rows(M.sparse.indptr)
         on_pattern = np.count_nonzero(M.u[rows] * M.v[M.sparse.indices])
         off_pattern = np.count_nonzero(M.u) * np.count_nonzero(M.v) - on_pattern
         return 1.0 - (off_pattern + M.pattern().count_nonzero()) / size

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.models.hmm import HMM
-from pipeline.models.structured import SparsePlusRankOne
+from pipeline.models.structured import SparsePlusRankOne, entry_rows
 
 TOLERANCE = 1e-12
 """A prefix whose mass is at least ``p - TOLERANCE`` reaches ``p``."""
@@ -287,8 +287,7 @@ def topp_matrix(P, p) -> sp.csr_array:
         if not P.has_canonical_format:
             P = P.copy()
             P.sum_duplicates()
-        block = _csr_block(P)
-        return _assemble([lambda: block], P.shape, target)
+        return _assemble([functools.partial(_csr_block, P)], P.shape, target)
     P = np.asarray(P, dtype=np.float64)
     if P.ndim != 2:
         raise ValueError(f"P must be 2-D, got shape {P.shape}")
@@ -359,7 +358,7 @@ def _structured_blocks(P: SparsePlusRankOne, target: float) -> list:
     else:
         level = np.repeat(background, counts)
         above = np.bincount(
-            np.repeat(np.arange(n), counts),
+            entry_rows(full.indptr),
             weights=np.where(full.data > level, full.data, 0.0),
             minlength=n,
         )
@@ -427,7 +426,7 @@ def kept_mass(P, Q: sp.csr_array) -> np.ndarray:
     ``p``, and ``1 - kept_mass`` is ``TV(P[i], Q[i])`` (Theorem 4.1's proof).
     ``P`` is dense, sparse or structured; ``Q = topp_matrix(P, p)``.
     """
-    rows = np.repeat(np.arange(Q.shape[0]), np.diff(Q.indptr))
+    rows = entry_rows(Q.indptr)
     if isinstance(P, SparsePlusRankOne):
         values = P.at(rows, Q.indices)
     elif sp.issparse(P):

@@ -29,8 +29,7 @@ Matrix = np.ndarray | sp.csr_array | SparsePlusRankOne
 
 def _as_matrix(name: str, array) -> Matrix:
     """A float64 dense ndarray, a float64 CSR array with sorted indices, or a structured matrix."""
-    if isinstance(array, SparsePlusRankOne):
-        array.sparse.sort_indices()
+    if isinstance(array, SparsePlusRankOne):  # canonical CSR by construction
         return array
     if sp.issparse(array):
         matrix = sp.csr_array(array, dtype=np.float64)

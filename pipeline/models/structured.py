@@ -16,6 +16,11 @@ import numpy as np
 import scipy.sparse as sp
 
 
+def entry_rows(indptr: np.ndarray, dtype=np.intp) -> np.ndarray:
+    """The row of each stored entry of a CSR matrix with row pointers ``indptr``, shape (nnz,)."""
+    return np.repeat(np.arange(indptr.size - 1, dtype=dtype), np.diff(indptr))
+
+
 @dataclass(frozen=True, eq=False)
 class SparsePlusRankOne:
     """The matrix ``sparse + outer(u, v)``, shape (n, m).
@@ -44,6 +49,7 @@ class SparsePlusRankOne:
     def __post_init__(self) -> None:
         sparse = sp.csr_array(self.sparse, dtype=np.float64)
         sparse.sum_duplicates()
+        sparse.sort_indices()
         u = np.ascontiguousarray(self.u, dtype=np.float64)
         v = np.ascontiguousarray(self.v, dtype=np.float64)
         if u.shape != (sparse.shape[0],) or v.shape != (sparse.shape[1],):
@@ -82,7 +88,7 @@ class SparsePlusRankOne:
 
     def pattern(self) -> sp.csr_array:
         """The entries ``S + u v`` at the stored positions of ``S``, as a CSR array."""
-        rows = np.repeat(np.arange(self.shape[0]), np.diff(self.sparse.indptr))
+        rows = entry_rows(self.sparse.indptr)
         values = self.sparse.data + self.u[rows] * self.v[self.sparse.indices]
         return sp.csr_array((values, self.sparse.indices, self.sparse.indptr), shape=self.shape)
 
