@@ -10,6 +10,7 @@ repeats, medians, ratios. Machines are shared and noisy; trust the ratios.
 1. prediction per time step, exact vs top-p sparse, for the paper's models
    (exact dense) and large structured ones (exact as peaks plus a flat
    background), with bytes per second against this machine's read bandwidth;
+   the methods side by side (top-p, top-k, belief pruning: build, step, TV);
    and a batch of 64 distributions as one block product vs a loop over them;
 2. our dense filtering vs hmmlearn's forward pass on the same HMM;
 3. gamma of the 7620-state LM HMM and the top-p build of its transitions;
@@ -29,13 +30,15 @@ from pathlib import Path
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from pipeline.inference import filtering, predict
-from pipeline.metrics import minimal_mixing_rate
+from pipeline.methods import approximate
+from pipeline.metrics import minimal_mixing_rate, total_variation
 from pipeline.models import build_model
-from pipeline.models.structured import SparsePlusRankOne
-from pipeline.provenance import blas, cpu, memory
+from pipeline.operators import SparsePlusRankOne
+from pipeline.sweep.provenance import blas, cpu, memory
 from pipeline.topp import topp_hmm, topp_matrix
 
 REPEATS = 7
@@ -92,14 +95,14 @@ def step_bytes(hmm) -> int:
     if isinstance(T, SparsePlusRankOne):
         S = T.sparse
         return S.data.nbytes + S.indices.nbytes + S.indptr.nbytes + 4 * 8 * n
-    if hmm.is_sparse:
+    if isinstance(T, sp.csr_array):
         return T.data.nbytes + T.indices.nbytes + T.indptr.nbytes + 2 * 8 * n
     return T.nbytes + 2 * 8 * n
 
 
-def per_step(hmm, horizon: int) -> np.ndarray:
+def per_step(hmm, horizon: int, prune: float = 1.0) -> np.ndarray:
     """Seconds of each step of one prediction run (the kernel's own clock)."""
-    return np.diff(filtering(hmm, np.full(horizon + 1, -1)).elapsed)
+    return np.diff(filtering(hmm, np.full(horizon + 1, -1), prune=prune).elapsed)
 
 
 def prediction(bandwidth: float) -> None:
@@ -157,6 +160,56 @@ def prediction(bandwidth: float) -> None:
                 f"sparse step >= 50% of read bandwidth ({family} {n} p={p:g})",
                 f"{sparse_rate / bandwidth:.0%}",
                 sparse_rate >= 0.5 * bandwidth,
+            )
+
+
+METHOD_CASES = [
+    ("bell", 800, {}),
+    ("bell", 100000, {"structured": True}),
+    ("dirichlet", 2000, {"alpha": 0.05}),
+    ("lm", 2000, {}),
+]
+VARIANTS = [("topp", 0.9), ("topk", 5), ("topk", 20), ("topp_states", 0.9), ("topp_states", 0.99)]
+
+
+def _built(hmm, method: str, setting: float):
+    """An approximation and the seconds its build took, or the reason it was refused."""
+    start = time.perf_counter()
+    try:
+        approximation = approximate(hmm, method, setting)
+    except ValueError as error:
+        return str(error), 0.0
+    return approximation, time.perf_counter() - start
+
+
+def methods() -> None:
+    print(
+        f"\n1c. Methods side by side: prediction per step (50 steps, median of {REPEATS} "
+        "alternating runs), build time and TV at step 50"
+    )
+    print(f"   {'model':<34}{'method':<20}{'build s':>9}{'step us':>10}{'vs exact':>10}{'TV':>9}")
+    for family, n, params in METHOD_CASES:
+        hmm = build_model(family, n, **params)
+        exact = predict(hmm, 50)
+        built = {variant: _built(hmm, *variant) for variant in VARIANTS}
+        refused = {v: built.pop(v)[0] for v in list(built) if isinstance(built[v][0], str)}
+        runs = {key: [] for key in ["exact", *built]}
+        with threadpool_limits(1, user_api="blas"):
+            for _ in range(REPEATS):  # alternate, so drifts hit all alike
+                runs["exact"].append(per_step(hmm, 50))
+                for variant, (approximation, _) in built.items():
+                    runs[variant].append(per_step(approximation.hmm, 50, approximation.prune))
+        exact_step = float(np.median(runs["exact"]))
+        name = f"{family} n={n}" + "".join(f" {k}={v}" for k, v in params.items())
+        print(f"   {name:<34}{'exact':<20}{'':>9}{exact_step * 1e6:>10.1f}{'1.0x':>10}{0:>9.3f}")
+        for (method, setting), reason in refused.items():
+            print(f"   {'':<34}{f'{method} {setting:g}':<20} refused: {reason[:60]}")
+        for (method, setting), (approximation, seconds) in built.items():
+            step = float(np.median(runs[method, setting]))
+            tv = total_variation(exact, predict(approximation.hmm, 50, prune=approximation.prune))
+            print(
+                f"   {'':<34}{f'{method} {setting:g}':<20}{seconds:>9.3f}{step * 1e6:>10.1f}"
+                f"{exact_step / step:>9.1f}x{tv[-1]:>9.3f}"
             )
 
 
@@ -243,6 +296,7 @@ def main() -> None:
     if part in ("all", "kernels"):
         bandwidth = read_bandwidth()
         prediction(bandwidth)
+        methods()
         batches()
         against_hmmlearn()
         lm_costs()

@@ -11,11 +11,11 @@ from pathlib import Path
 from distributed import get_task_stream
 from hydra import compose, initialize_config_dir
 
-from pipeline.cluster import connect
-from pipeline.config import REPOSITORY, register, validate
-from pipeline.grid import Grid
-from pipeline.store import ResultStore
-from pipeline.sweep import compute, replaceable
+from pipeline.sweep.cluster import connect
+from pipeline.sweep.config import REPOSITORY, register, validate
+from pipeline.sweep.grid import Grid
+from pipeline.sweep.main import compute, replaceable
+from pipeline.sweep.store import ResultStore
 
 SMALL = [
     "experiment=smoke",
@@ -27,7 +27,7 @@ SMALL = [
     "timing.repeats=3",
     "timing.min_seconds=0",
 ]
-"""512 small cells: 2 families x 2 sizes x 8 p x 8 seeds x 2 modes."""
+"""512 small top-p cells: 2 families x 2 sizes x 8 p x 8 seeds x 2 modes."""
 BUSY = [
     "experiment=smoke",
     "grid.families=[dirichlet]",

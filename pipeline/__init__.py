@@ -1,15 +1,18 @@
-"""Top-p approximate inference in large hidden Markov models, swept on Dask.
+"""Approximate inference in large hidden Markov models, swept on Dask.
 
-Library: ``pipeline.models``, ``pipeline.topp``, ``pipeline.inference``,
-``pipeline.metrics``. Experiments: ``python -m pipeline.sweep``; results:
-``pipeline.open_results(path)``.
+Library: ``pipeline.models`` (the ``HMM`` container and model families),
+``pipeline.operators`` (matrix formats), ``pipeline.methods`` (approximations:
+top-p, top-k, belief pruning; ``pipeline.topp`` is top-p's short name),
+``pipeline.inference``, ``pipeline.metrics``. Experiments: ``python -m
+pipeline.sweep`` (``pipeline.sweep``); results: ``pipeline.open_results(path)``;
+reports: ``python -m pipeline.analyze`` (``pipeline.analysis``).
 """
 
 from __future__ import annotations
 
 import xarray as xr
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def open_results(path) -> xr.Dataset:

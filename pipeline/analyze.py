@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from pipeline.analysis import analyze, default_output
+from pipeline.sweep.config import ConfigError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (args.store / "zarr.json").is_file():
         parser.error(f"{args.store} is not a zarr store; give the path of a sweep's results")
-    report = analyze(args.store, args.out or default_output(args.store))
+    try:
+        report = analyze(args.store, args.out or default_output(args.store))
+    except ConfigError as error:
+        parser.error(str(error))
     print(f"report: {report}")
     return 0
 

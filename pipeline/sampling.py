@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from pipeline.models.hmm import HMM
-from pipeline.models.structured import SparsePlusRankOne
+from pipeline.operators import rows
 
 
 def _draw(rng: np.random.Generator, matrix, row: int) -> int:
-    """One draw from row ``row`` of a dense, CSR or structured row-stochastic matrix."""
-    if isinstance(matrix, SparsePlusRankOne):
-        weights = matrix.rows(row, row + 1)[0]
-        return int(rng.choice(weights.size, p=weights / weights.sum()))
-    if sp.issparse(matrix):
-        start, stop = matrix.indptr[row], matrix.indptr[row + 1]
-        weights = matrix.data[start:stop]
-        return int(matrix.indices[start + rng.choice(weights.size, p=weights / weights.sum())])
-    weights = matrix[row]
+    """One draw from row ``row`` of a row-stochastic matrix in any format."""
+    weights = rows(matrix, row, row + 1)[0]
     return int(rng.choice(weights.size, p=weights / weights.sum()))
 
 

@@ -1,17 +1,16 @@
-"""Hypothesis profiles: 'ci' (default) is derandomized so CI runs are repeatable."""
+"""Hypothesis profiles ('ci', the default, is derandomized so CI runs are repeatable) and the
+session's smoke sweep."""
 
 import os
 
+import pytest
 from hypothesis import settings
+
+from helpers import TINY, sweep
 
 settings.register_profile("ci", deadline=None, max_examples=60, derandomize=True)
 settings.register_profile("dev", deadline=None, max_examples=300)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-
-
-import pytest  # noqa: E402
-
-from helpers import TINY, sweep  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,26 @@
-"""Helpers shared by the tests."""
+"""Helpers shared by the tests: random models, brute-force references, configs, real runs."""
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
+import zarr
+from hydra import compose, initialize_config_dir
+
+from pipeline.methods.base import TOLERANCE
+from pipeline.models import HMM
+from pipeline.operators import SparsePlusRankOne
+from pipeline.sweep.config import REPOSITORY, register
+from pipeline.sweep.main import replaceable
+
+# --- random models -------------------------------------------------------------------------
 
 
 def random_stochastic(rng: np.random.Generator, rows: int, columns: int, zeros: float = 0.0):
@@ -11,17 +31,83 @@ def random_stochastic(rng: np.random.Generator, rows: int, columns: int, zeros: 
     return matrix / matrix.sum(axis=1, keepdims=True)
 
 
-# --- running the sweep and Dask processes for real -------------------------------------------
+def random_hmm(seed, n, m, zeros=0.0) -> HMM:
+    """A dense HMM with random rows (about a fraction ``zeros`` of exact zeros)."""
+    rng = np.random.default_rng(seed)
+    return HMM(
+        random_stochastic(rng, 1, n, zeros)[0],
+        random_stochastic(rng, n, n, zeros),
+        random_stochastic(rng, n, m, zeros),
+    )
 
-import json  # noqa: E402
-import os  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
-import zarr  # noqa: E402
+def random_structured(seed, n, m, constant_v=True, density=0.2) -> SparsePlusRankOne:
+    """A row-stochastic S + outer(u, v) with non-negative S."""
+    rng = np.random.default_rng(seed)
+    S = sp.random_array((n, m), density=density, rng=rng, format="csr")
+    v = np.ones(m) if constant_v else rng.random(m) + 0.1
+    u = rng.random(n) * 0.5 / v.sum()
+    S = sp.diags_array((1 - u * v.sum()) / np.maximum(S.sum(axis=1), 1e-300)) @ S
+    empty = np.asarray(S.sum(axis=1)).ravel() == 0  # rows without entries: all background
+    u[empty] = 1 / v.sum()
+    return SparsePlusRankOne(sp.csr_array(S), u, v)
+
+
+# --- brute-force references ----------------------------------------------------------------
+
+
+def algorithm_1(v, p):
+    """A literal transcription of Algorithm 1 (sorted order: descending, lower index first)."""
+    order = sorted(range(len(v)), key=lambda j: (-v[j], j))
+    kept, total = [], 0.0
+    for j in order:
+        if v[j] == 0 and p == 1:
+            break
+        total += v[j]
+        kept.append(j)
+        if p < 1 and total >= p - TOLERANCE:
+            break
+    out = np.zeros(len(v))
+    out[kept] = np.asarray(v)[kept] / total
+    return out
+
+
+def brute_force_gamma(T: np.ndarray) -> float:
+    """The minimal mixing rate by every pair of rows of a dense matrix."""
+    n = len(T)
+    return min(np.minimum(T[i], T[k]).sum() for i in range(n) for k in range(n) if i != k)
+
+
+def brute_force_filter(prior, T, E, observations):
+    """Filtered beliefs and log evidence by summing over every state path (dense arrays)."""
+    n, steps = prior.size, len(observations)
+    beliefs, evidence = np.zeros((steps, n)), 0.0
+    for t in range(steps):
+        joint = np.zeros(n)
+        for path in itertools.product(range(n), repeat=t + 1):
+            weight = prior[path[0]]
+            for k in range(1, t + 1):
+                weight *= T[path[k - 1], path[k]]
+            for k in range(t + 1):
+                if observations[k] >= 0:
+                    weight *= E[path[k], observations[k]]
+            joint[path[-1]] += weight
+        evidence = joint.sum()
+        beliefs[t] = joint / evidence
+    return beliefs, np.log(evidence)
+
+
+# --- configs -------------------------------------------------------------------------------
+
+
+def composed(*overrides):
+    """The sweep's config composed by Hydra from the smoke experiment and ``overrides``."""
+    register()
+    with initialize_config_dir(config_dir=str(REPOSITORY / "conf"), version_base="1.3"):
+        return compose("config", overrides=replaceable(["experiment=smoke", *overrides]))
+
+
+# --- running the sweep and Dask processes for real -----------------------------------------
 
 TINY = ["experiment=smoke", "cluster.dashboard_address=:0", "cluster.n_workers=2"]
 """A seconds-long sweep on a 2-worker LocalCluster with a free dashboard port."""

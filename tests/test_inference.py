@@ -1,5 +1,3 @@
-import itertools
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -7,49 +5,16 @@ from hmmlearn.hmm import CategoricalHMM
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline import inference
 from pipeline.inference import filtering, predict
+from pipeline.methods.topp import topp_hmm
 from pipeline.models import HMM, build_model
-from pipeline.topp import topp_hmm
+from pipeline.operators import toarray
 
-from helpers import random_stochastic
-
-
-def random_hmm(seed, n, m, zeros=0.0):
-    rng = np.random.default_rng(seed)
-    return HMM(
-        random_stochastic(rng, 1, n, zeros)[0],
-        random_stochastic(rng, n, n, zeros),
-        random_stochastic(rng, n, m, zeros),
-    )
+from helpers import algorithm_1, brute_force_filter, random_hmm
 
 
 def as_sparse(hmm):
     return HMM(hmm.prior, sp.csr_array(hmm.transition), sp.csr_array(hmm.emission))
-
-
-def brute_force(hmm, observations):
-    """Filtered beliefs and log evidence by summing over every state path."""
-    T, E = (
-        np.asarray(hmm.transition.todense() if sp.issparse(hmm.transition) else hmm.transition),
-        hmm.emission,
-    )
-    E = E.toarray() if sp.issparse(E) else E
-    n, steps = hmm.n_states, len(observations)
-    beliefs, evidence = np.zeros((steps, n)), 0.0
-    for t in range(steps):
-        joint = np.zeros(n)
-        for path in itertools.product(range(n), repeat=t + 1):
-            weight = hmm.prior[path[0]]
-            for k in range(1, t + 1):
-                weight *= T[path[k - 1], path[k]]
-            for k in range(t + 1):
-                if observations[k] >= 0:
-                    weight *= E[path[k], observations[k]]
-            joint[path[-1]] += weight
-        evidence = joint.sum()
-        beliefs[t] = joint / evidence
-    return beliefs, np.log(evidence)
 
 
 @pytest.mark.parametrize("backend", [lambda h: h, as_sparse], ids=["dense", "sparse"])
@@ -63,7 +28,8 @@ def test_brute_force_enumeration(backend, seed, n, m, observed):
     hmm = backend(random_hmm(seed, n, m))
     observations = np.array([o if o < m else -1 for o in observed])
     result = filtering(hmm, observations)
-    beliefs, log_evidence = brute_force(hmm, observations)
+    dense = (toarray(hmm.transition), toarray(hmm.emission))
+    beliefs, log_evidence = brute_force_filter(hmm.prior, *dense, observations)
     np.testing.assert_allclose(result.beliefs, beliefs, rtol=1e-10, atol=1e-13)
     assert result.log_evidence == pytest.approx(log_evidence, rel=1e-10, abs=1e-12)
     assert result.zero_evidence.size == 0
@@ -89,21 +55,6 @@ def test_against_hmmlearn_forward_pass(n):
         )
 
 
-@pytest.mark.parametrize("short_rows", [0, 10**9], ids=["row-by-row", "flat-over-entries"])
-def test_both_csr_steps_equal_dense(short_rows, monkeypatch):
-    # Rows of 1 to ~100 entries and beliefs with exact zeros (the row-by-row step skips those).
-    monkeypatch.setattr(inference, "SHORT_ROWS", short_rows)
-    hmm = random_hmm(3, 150, 20, zeros=0.6)
-    top = topp_hmm(hmm, 0.5)
-    dense = HMM(top.prior, top.transition.toarray(), top.emission.toarray())
-    observations = np.random.default_rng(1).integers(-1, 20, 40)
-    for exact, sparse in ((hmm, as_sparse(hmm)), (dense, top)):
-        expected, result = filtering(exact, observations), filtering(sparse, observations)
-        assert (result.beliefs == 0).any() or sparse is not top
-        np.testing.assert_allclose(result.beliefs, expected.beliefs, rtol=1e-12, atol=1e-15)
-        np.testing.assert_array_equal(result.zero_evidence, expected.zero_evidence)
-
-
 @pytest.mark.parametrize("family", ["bell", "dirichlet", "lm_small"])
 def test_dense_and_sparse_agree_at_p_1(family, tmp_path):
     if family == "lm_small":
@@ -115,7 +66,7 @@ def test_dense_and_sparse_agree_at_p_1(family, tmp_path):
     else:
         hmm = build_model(family, 60, seed=2)
     top = topp_hmm(hmm, 1.0)
-    assert top.is_sparse and not hmm.is_sparse
+    assert isinstance(top.transition, sp.csr_array) and isinstance(hmm.transition, np.ndarray)
     np.testing.assert_allclose(predict(top, 30), predict(hmm, 30), rtol=0, atol=1e-12)
     observations = np.random.default_rng(0).integers(-1, hmm.n_observations, 31)
     exact, sparse = filtering(hmm, observations), filtering(top, observations)
@@ -209,3 +160,43 @@ def test_bad_initial_distributions():
         predict(hmm, 3, initial=np.ones(6) / 3)
     with pytest.raises(ValueError, match=r"^initial row 1 sums to 0\.5"):
         predict(hmm, 3, initial=[np.ones(6) / 6, np.ones(6) / 12])
+
+
+def pruned_reference(hmm, observations, p):
+    """Belief pruning written out: advance, condition, keep the top-p states, renormalise."""
+    T, E = toarray(hmm.transition), toarray(hmm.emission)
+    beliefs, removed = [], []
+    belief = hmm.prior
+    for t, symbol in enumerate(observations):
+        if t > 0:
+            belief = belief @ T
+        if symbol >= 0 and (belief * E[:, symbol]).sum() > 0:
+            belief = belief * E[:, symbol] / (belief * E[:, symbol]).sum()
+        kept = algorithm_1(belief, p)
+        removed.append(1 - belief[kept > 0].sum())
+        belief = kept
+        beliefs.append(belief)
+    return np.array(beliefs), np.array(removed)
+
+
+@pytest.mark.parametrize("p", [0.3, 0.8, 0.99, 1.0])
+@pytest.mark.parametrize("backend", [lambda h: h, as_sparse], ids=["dense", "sparse"])
+def test_belief_pruning_keeps_the_top_p_states_of_every_step(p, backend):
+    hmm = backend(random_hmm(11, 40, 6, zeros=0.2))
+    observations = np.random.default_rng(2).integers(-1, 6, 25)
+    result = filtering(hmm, observations, prune=p)
+    beliefs, removed = pruned_reference(hmm, observations, p)
+    np.testing.assert_allclose(result.beliefs, beliefs, rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(result.pruned, removed, atol=1e-12)
+    assert (result.pruned <= 1 - p + 1e-9).all()
+    if p < 0.5:
+        assert ((result.beliefs > 0).sum(axis=1) < 40).all()
+    if p == 1.0:
+        np.testing.assert_array_equal(result.pruned, 0.0)
+        np.testing.assert_allclose(result.beliefs, filtering(hmm, observations).beliefs)
+
+
+@pytest.mark.parametrize("prune", [0, 1.5, float("nan")])
+def test_bad_pruning_mass(prune):
+    with pytest.raises(ValueError, match=r"prune must be in \(0, 1\]"):
+        filtering(build_model("weather", 6), [0, 1], prune=prune)

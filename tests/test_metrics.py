@@ -5,23 +5,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline.inference import predict
+from pipeline.methods.topp import kept_mass, topp_hmm
 from pipeline.metrics import (
     doeblin_lower_bound,
+    error_bounds,
     minimal_mixing_rate,
     sparsity,
+    step_errors,
     total_variation,
     tv_bounds,
+    tv_certificate,
 )
-from pipeline.models import HMM, build_model
-from pipeline.topp import topp_hmm
+from pipeline.models import build_model
 
-from helpers import random_stochastic
-
-
-def brute_force_gamma(T):
-    T = T.toarray() if sp.issparse(T) else T
-    n = len(T)
-    return min(np.minimum(T[i], T[k]).sum() for i in range(n) for k in range(n) if i != k)
+from helpers import brute_force_gamma, random_stochastic
 
 
 def test_total_variation():
@@ -66,6 +63,8 @@ def test_gamma_of_known_matrices():
     assert minimal_mixing_rate(sp.identity(4, format="csr")) == 0.0
     bell = build_model("bell", 60).transition
     assert minimal_mixing_rate(bell) == pytest.approx(brute_force_gamma(bell), abs=1e-12)
+    structured = build_model("bell", 60, structured=True).transition
+    assert minimal_mixing_rate(structured) == pytest.approx(brute_force_gamma(bell), abs=1e-12)
     with pytest.raises(ValueError, match=">= 2 rows"):
         minimal_mixing_rate(np.ones((1, 1)))
 
@@ -129,6 +128,69 @@ def test_sparsity():
     assert sparsity(topp_hmm(build_model("uniform", 100), 0.9).transition) == pytest.approx(0.1)
 
 
-def test_hmm_validation_of_metrics_inputs_is_not_needed_for_tv():
-    hmm = HMM(np.array([1.0, 0.0]), np.eye(2), np.eye(2))
-    assert total_variation(predict(hmm, 2), predict(hmm, 2)).max() == 0.0
+@given(
+    eps=st.floats(0, 0.5),
+    start=st.floats(0, 1),
+    gamma=st.floats(0, 1),
+    horizon=st.integers(0, 60),
+)
+def test_error_bounds_follow_their_recursion(eps, start, gamma, horizon):
+    t = np.arange(horizon + 1)
+    bounds = error_bounds(eps, gamma, t, start=start)
+    e = [start]
+    for _ in range(horizon):
+        e.append((1 - gamma) * e[-1] + eps)
+    expected = np.minimum(e, np.minimum(bounds["linear"], bounds["mixing"]))
+    np.testing.assert_allclose(bounds["recursive"], expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(bounds["linear"], start + t * eps, rtol=1e-12, atol=1e-15)
+    mixing = max(start, eps) / gamma if gamma > 0 else np.inf
+    np.testing.assert_allclose(bounds["mixing"], mixing, rtol=1e-12)
+    assert (bounds["recursive"] <= np.asarray(e) + 1e-12).all()
+
+
+@given(st.floats(1e-6, 1), st.floats(0, 1), st.integers(0, 200))
+def test_tv_bounds_are_the_error_bounds_of_eps_1_minus_p_bit_for_bit(p, gamma, horizon):
+    """The top-p bounds from before the methods layer, written out, against the new ones."""
+    t = np.arange(horizon + 1)
+    loss, steps = 1.0 - p, (t + 1).astype(np.float64)
+    linear = steps * loss
+    if gamma > 0:
+        mixing = np.full(t.shape, loss / gamma)
+        geometric = -np.expm1(steps * np.log1p(-gamma)) / gamma if gamma < 1 else np.ones(t.shape)
+        recursive = np.minimum(loss * geometric, np.minimum(linear, mixing))
+    else:
+        recursive = linear
+    bounds = tv_bounds(p, gamma, t)
+    np.testing.assert_array_equal(bounds["recursive"], recursive)
+    np.testing.assert_array_equal(bounds["linear"], linear)
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 15),
+    alpha=st.sampled_from([0.05, 0.3, 1.0]),
+    p=st.floats(0.05, 1.0),
+)
+def test_certificate_holds_and_is_never_looser_than_the_recursion(seed, n, alpha, p):
+    hmm = build_model("dirichlet", n, seed=seed, alpha=alpha)
+    top = topp_hmm(hmm, p)
+    approximate = predict(top, 25)
+    tv = total_variation(predict(hmm, 25), approximate)
+    gamma = minimal_mixing_rate(hmm.transition)
+    prior_error = 1 - hmm.prior[top.prior > 0].sum()
+    row_error = 1 - kept_mass(hmm.transition, top.transition)
+    errors = step_errors(prior_error, row_error, approximate, np.zeros(26))
+    certificate = tv_certificate(gamma, errors)
+    assert np.all(tv <= certificate + 1e-9)
+    assert np.all(certificate <= tv_bounds(p, gamma, np.arange(26))["recursive"] + 1e-9)
+    measured = error_bounds(row_error.max(), gamma, np.arange(26), start=prior_error)
+    assert np.all(tv <= measured["recursive"] + 1e-9)
+    assert np.all(certificate <= measured["recursive"] + 1e-9)
+    loose = tv_certificate(doeblin_lower_bound(hmm.transition), errors)
+    assert np.all(certificate <= loose + 1e-12)
+    # Before the methods layer the certificate was computed from the kept masses directly.
+    dropped = approximate[:-1] @ (1.0 - kept_mass(hmm.transition, top.transition))
+    before = [1.0 - hmm.prior[top.prior > 0].sum()]
+    for t in range(1, 26):
+        before.append((1.0 - gamma) * before[-1] + dropped[t - 1])
+    np.testing.assert_array_equal(certificate, np.clip(before, 0.0, 1.0))

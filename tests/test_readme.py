@@ -1,6 +1,6 @@
 """The README's two commands are the ones CI and users run."""
 
-from pipeline.config import REPOSITORY
+from pipeline.sweep.config import REPOSITORY
 
 
 def quick_start() -> list[str]:

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.models.hmm import HMM
-from pipeline.models.structured import SparsePlusRankOne
+from pipeline.operators import SparsePlusRankOne
 
 PEAK_MASS = 0.9
 BELL = PEAK_MASS * np.array([1.0, 4.0, 6.0, 4.0, 1.0]) / 16.0

@@ -17,41 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.models.structured import SparsePlusRankOne
+from pipeline.operators import Matrix, as_operator, check_entries, row_sums
 
 ROW_SUM_TOLERANCE = 1e-9
 """How far a probability row's sum may stray from 1."""
-
-
-Matrix = np.ndarray | sp.csr_array | SparsePlusRankOne
-"""The three representations of a transition or emission matrix."""
-
-
-def _as_matrix(name: str, array) -> Matrix:
-    """A float64 dense ndarray, a float64 CSR array with sorted indices, or a structured matrix."""
-    if isinstance(array, SparsePlusRankOne):  # canonical CSR by construction
-        return array
-    if sp.issparse(array):
-        matrix = sp.csr_array(array, dtype=np.float64)
-        matrix.sum_duplicates()
-        matrix.sort_indices()
-        return matrix
-    matrix = np.ascontiguousarray(array, dtype=np.float64)
-    if matrix.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {matrix.shape}")
-    return matrix
-
-
-def _negative_factor(name: str, matrix: SparsePlusRankOne) -> None:
-    """Entries off the sparse pattern are ``u[i] * v[j]``: both factors must be >= 0."""
-    for factor, values in (("u", matrix.u), ("v", matrix.v)):
-        bad = ~np.isfinite(values) | (values < 0)
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"{name}.{factor}[{k}] = {float(values[k]):.12g}; the rank-one "
-                "factors must be finite and non-negative"
-            )
 
 
 def validate_rows(name: str, matrix: Matrix, *, vector: bool = False) -> None:
@@ -59,28 +28,8 @@ def validate_rows(name: str, matrix: Matrix, *, vector: bool = False) -> None:
 
     ``vector``: ``matrix`` is one distribution as a single row (messages name no row).
     """
-    if isinstance(matrix, SparsePlusRankOne):
-        _negative_factor(name, matrix)
-        pattern = matrix.pattern()
-        values = pattern.data
-    else:
-        pattern = matrix if sp.issparse(matrix) else None
-        values = matrix.data if sp.issparse(matrix) else matrix
-    bad = ~np.isfinite(values) | (values < 0)
-    if bad.any():
-        if pattern is not None:
-            position = int(np.flatnonzero(bad)[0])
-            row = int(np.searchsorted(pattern.indptr, position, side="right") - 1)
-            column, value = int(pattern.indices[position]), values[position]
-        else:
-            row, column = (int(k) for k in np.argwhere(bad)[0])
-            value = values[row, column]
-        where = f"{name}[{column}]" if vector else f"{name}[{row}, {column}]"
-        raise ValueError(f"{where} = {float(value):.12g}; entries must be finite and non-negative")
-    if isinstance(matrix, SparsePlusRankOne):
-        sums = matrix.row_sums()
-    else:
-        sums = np.asarray(matrix.sum(axis=1)).ravel()
+    check_entries(matrix, name, vector=vector)
+    sums = row_sums(matrix)
     off = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
     if off.any():
         row = int(np.flatnonzero(off)[0])
@@ -104,21 +53,22 @@ class HMM:
     emission : ndarray, csr_array or SparsePlusRankOne, shape (n_states, n_observations)
         Row-stochastic emission matrix ``P(O_t = o | S_t = i)``.
 
-    Every array is converted to float64 (sparse input to CSR with sorted
-    indices). Construction raises ``ValueError`` naming the offending array,
-    row and value when shapes disagree, an entry is negative or not finite, or
-    a row does not sum to 1 within ``ROW_SUM_TOLERANCE``. Which inference
-    backend runs (dense BLAS, sparse CSR or structured) follows ``transition``'s format.
+    Every matrix is put in its canonical format (``pipeline.operators.as_operator``:
+    float64, sparse input as CSR with sorted indices). Construction raises
+    ``ValueError`` naming the offending array, row and value when shapes
+    disagree, an entry is negative or not finite, or a row does not sum to 1
+    within ``ROW_SUM_TOLERANCE``. How a step is computed
+    (dense BLAS, sparse CSR or structured) follows ``transition``'s format.
 
     >>> import numpy as np
     >>> hmm = HMM(np.array([0.5, 0.5]), np.eye(2), np.array([[0.9, 0.1], [0.2, 0.8]]))
-    >>> hmm.n_states, hmm.n_observations, hmm.is_sparse
-    (2, 2, False)
+    >>> hmm.n_states, hmm.n_observations
+    (2, 2)
     """
 
     prior: np.ndarray
-    transition: np.ndarray | sp.csr_array
-    emission: np.ndarray | sp.csr_array
+    transition: Matrix
+    emission: Matrix
 
     def __post_init__(self) -> None:
         if sp.issparse(self.prior):
@@ -126,8 +76,8 @@ class HMM:
         prior = np.ascontiguousarray(self.prior, dtype=np.float64)
         if prior.ndim != 1 or prior.size == 0:
             raise ValueError(f"prior must be a non-empty 1-D array, got shape {prior.shape}")
-        transition = _as_matrix("transition", self.transition)
-        emission = _as_matrix("emission", self.emission)
+        transition = as_operator(self.transition, "transition")
+        emission = as_operator(self.emission, "emission")
         n = prior.size
         if transition.shape != (n, n):
             raise ValueError(
@@ -154,9 +104,3 @@ class HMM:
     def n_observations(self) -> int:
         """Number of observation symbols ``m``."""
         return self.emission.shape[1]
-
-    @property
-    def is_sparse(self) -> bool:
-        """True when the transition matrix is CSR (a structured one is not, though the
-        same compiled loop runs both)."""
-        return sp.issparse(self.transition)

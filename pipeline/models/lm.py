@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from pipeline.models import corpus as corpora
 from pipeline.models.hmm import HMM
-from pipeline.models.structured import SparsePlusRankOne
+from pipeline.operators import SparsePlusRankOne
 
 UNKNOWN = "<unk>"
 

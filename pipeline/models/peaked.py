@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.models.hmm import HMM
-from pipeline.models.structured import SparsePlusRankOne
+from pipeline.operators import SparsePlusRankOne
 
 PRIOR, TRANSITION, EMISSION = 0, 1, 2
 """Stream ids that keep the prior, transition and emission draws independent."""

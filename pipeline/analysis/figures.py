@@ -1,0 +1,263 @@
+"""Figures of a results Dataset, readable without the report.
+
+One panel per model (``family``, ``n_states``) and one row per mode; lines
+are medians over seeds (and repeats), bands span min to max. Each method has
+a colour map and a marker; its settings take shades of the map. Built on
+matplotlib's object API (no pyplot state, no display needed).
+"""
+
+from __future__ import annotations
+
+import matplotlib as mpl
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from pipeline.analysis.readings import (
+    MODE_TITLES,
+    label,
+    models,
+    pareto,
+    payoff,
+    points,
+    variants,
+)
+
+PANEL = (3.8, 3.0)  # inches per panel
+METHOD_STYLES = {"topp": ("Blues", "o"), "topk": ("Oranges", "s"), "topp_states": ("Greens", "^")}
+
+
+def styles(ds: xr.Dataset) -> dict[tuple[str, float], dict]:
+    """Colour and marker of every ``(method, setting)`` of the run."""
+    found = variants(ds)
+    out = {}
+    for method in dict.fromkeys(m for m, _ in found):
+        settings = [s for m, s in found if m == method]
+        colours, marker = METHOD_STYLES.get(method, ("Purples", "D"))
+        shades = np.linspace(0.45, 0.95, len(settings)) if len(settings) > 1 else [0.75]
+        for setting, shade in zip(settings, shades, strict=True):
+            out[method, setting] = {"color": mpl.colormaps[colours](shade), "marker": marker}
+    return out
+
+
+def _grid(ds: xr.Dataset, title: str):
+    """A figure with one panel per model (columns) and mode (rows).
+
+    Returns the figure and its panels as ``(axis, family, n_states, mode)``.
+    """
+    pairs, modes = models(ds), [str(m) for m in ds["mode"].values]
+    figure = Figure(
+        figsize=(PANEL[0] * len(pairs), PANEL[1] * len(modes) + 0.6), layout="constrained"
+    )
+    axes = figure.subplots(len(modes), len(pairs), squeeze=False)
+    figure.suptitle(title)
+    panels = []
+    for row, mode in enumerate(modes):
+        for column, (family, n) in enumerate(pairs):
+            axis = axes[row, column]
+            axis.set_title(f"{family}, n={n}: {MODE_TITLES[mode]}", fontsize=10)
+            panels.append((axis, family, n, mode))
+    return figure, panels
+
+
+def _legend(figure: Figure, ds: xr.Dataset, extra: list | None = None) -> None:
+    handles = [*(extra or [])] + [
+        Line2D([], [], color=style["color"], marker=style["marker"], label=label(*variant))
+        for variant, style in styles(ds).items()
+    ]
+    figure.legend(handles=handles, loc="outside lower center", ncols=6, fontsize="small")
+
+
+def runtime_figure(ds: xr.Dataset) -> Figure:
+    """Cumulative runtime against the time step: exact vs each approximation (Figures 1, 2)."""
+    figure, panels = _grid(
+        ds,
+        "Cumulative runtime of exact and approximate inference\n"
+        "lines: median over repeats and seeds; bands: min to max",
+    )
+    t = ds["t"].values
+    pooled = ("method", "setting", "seed")
+    for axis, family, n, mode in panels:
+        cell = ds.sel(family=family, n_states=n, mode=mode)
+        # Every cell of a model and mode timed the same exact run: pool them.
+        axis.plot(t, cell["runtime_exact"].median(pooled), color="black")
+        axis.fill_between(
+            t,
+            cell["runtime_exact_min"].min(pooled),
+            cell["runtime_exact_max"].max(pooled),
+            color="black",
+            alpha=0.15,
+            linewidth=0,
+        )
+        for (method, setting), style in styles(ds).items():
+            one = cell.sel({"method": method, "setting": setting})
+            axis.plot(t, one["runtime_approx"].median("seed"), color=style["color"])
+            axis.fill_between(
+                t,
+                one["runtime_approx_min"].min("seed"),
+                one["runtime_approx_max"].max("seed"),
+                color=style["color"],
+                alpha=0.2,
+                linewidth=0,
+            )
+        axis.set(yscale="log", xlabel="time step t", ylabel="cumulative runtime [s]")
+    _legend(figure, ds, [Line2D([], [], color="black", label="exact")])
+    return figure
+
+
+def tv_figure(ds: xr.Dataset) -> Figure:
+    """Measured TV against the time step with the bounds of Section 4, per method and setting."""
+    figure, panels = _grid(
+        ds,
+        "Total variation between exact and approximate beliefs; bounds (prediction only)\n"
+        "solid: measured (median over seeds); thick faint: online certificate; dashed: "
+        "recursion; dotted: Corollary 1; dash-dot: Theorem 4.3",
+    )
+    t = ds["t"].values
+    for axis, family, n, mode in panels:
+        model = ds.sel(family=family, n_states=n)
+        for (method, setting), style in styles(ds).items():
+            cell = model.sel({"method": method, "setting": setting})
+            colour = style["color"]
+            axis.plot(t, cell["tv"].sel(mode=mode).median("seed"), color=colour)
+            if mode != "predict":  # the bounds of Section 4 are for prediction
+                continue
+            certificate = cell["certificate"].sel(mode=mode).median("seed")
+            axis.plot(t, certificate, color=colour, linewidth=4, alpha=0.3)
+            axis.plot(t, cell["bound"].median("seed"), color=colour, linestyle="--", linewidth=1)
+            axis.plot(
+                t, cell["bound_linear"].median("seed"), color=colour, linestyle=":", linewidth=1
+            )
+            axis.axhline(
+                float(cell["bound_mixing"].median("seed")),
+                color=colour,
+                linestyle="-.",
+                linewidth=1,
+            )
+        axis.set(ylim=(0, 1.05), xlabel="time step t", ylabel="total variation")
+    _legend(figure, ds)
+    return figure
+
+
+def sparsity_speedup_figure(ds: xr.Dataset) -> Figure:
+    """Top-p: sparsity of the transition matrix and speedup of inference against p."""
+    figure = Figure(figsize=(11, 4.5 + 0.25 * len(models(ds))), layout="constrained")
+    left, right = figure.subplots(1, 2)
+    top = ds.sel({"method": "topp"})
+    p = [s for m, s in variants(ds) if m == "topp"]
+    for k, (family, n) in enumerate(models(ds)):
+        model = top.sel(family=family, n_states=n, setting=p)
+        name = f"{family}, n={n}"
+        left.plot(p, model["sparsity"].median("seed"), marker="o", color=f"C{k}", label=name)
+        for mode, style in (("predict", "-"), ("filter", "--")):
+            if mode in ds["mode"].values:
+                speedup = model["speedup"].sel(mode=mode).median("seed")
+                right.plot(
+                    p,
+                    speedup,
+                    marker="o",
+                    linestyle=style,
+                    color=f"C{k}",
+                    label=f"{name}, {MODE_TITLES[mode]}",
+                )
+    left.set(
+        xlabel="p",
+        ylabel="sparsity (fraction of zero entries)",
+        title="Sparsity of the top-p transition matrix",
+    )
+    right.axhline(1, color="grey", linewidth=1)
+    right.set(
+        xlabel="p",
+        ylabel="speedup (exact runtime / top-p runtime)",
+        yscale="log",
+        title="Speedup of top-p inference over the whole horizon\n"
+        "solid: prediction, dashed: filtering; grey: break-even",
+    )
+    left.legend(fontsize="small")
+    handles, labels = right.get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncols=4, fontsize="small")
+    return figure
+
+
+def break_even_text(fit) -> str:
+    """The break-even kept fraction of a ``Payoff`` fit, or why there is none."""
+    return f"{fit.break_even:.3g}" if np.isfinite(fit.break_even) else "none in range"
+
+
+def payoff_figure(ds: xr.Dataset) -> Figure:
+    """When top-p pays: every done top-p cell's speedup against its fraction of transitions kept.
+
+    One panel per mode, one colour per model, with the least-squares line of
+    ``log speedup`` on ``log kept`` and the break-even point where it crosses 1.
+    """
+    modes = [str(m) for m in ds["mode"].values]
+    figure = Figure(figsize=(5.5 * len(modes), 4.8 + 0.25 * len(models(ds))), layout="constrained")
+    axes = figure.subplots(1, len(modes), squeeze=False, sharey=True)[0]
+    figure.suptitle("When top-p pays: speedup against the fraction of transitions kept")
+    for axis, mode in zip(axes, modes, strict=True):
+        for k, (family, n) in enumerate(models(ds)):
+            cells = payoff(ds.sel(family=family, n_states=n), mode)
+            axis.scatter(cells.kept, cells.speedup, color=f"C{k}", s=18, label=f"{family}, n={n}")
+        fit = payoff(ds, mode)
+        axis.axhline(1, color="grey", linewidth=1)
+        if np.isfinite(fit.exponent):
+            kept = np.geomspace(fit.kept.min(), fit.kept.max(), 50)
+            axis.plot(kept, fit.scale * kept**fit.exponent, color="black", linestyle="--")
+        if np.isfinite(fit.break_even):
+            axis.axvline(fit.break_even, color="black", linewidth=1, linestyle=":")
+        axis.set(
+            xscale="log",
+            yscale="log",
+            xlabel="fraction of transitions kept (1 - sparsity)",
+            ylabel="speedup (exact runtime / top-p runtime)",
+            title=f"{MODE_TITLES[mode]}: fit speedup = {fit.scale:.3g} kept^{fit.exponent:.2f}\n"
+            f"dashed: fit; dotted: break-even at kept = {break_even_text(fit)}; grey: 1x",
+        )
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncols=4, fontsize="small")
+    return figure
+
+
+def pareto_figure(ds: xr.Dataset) -> Figure:
+    """Cost against accuracy: TV at the last step against runtime per step.
+
+    One row per model and one column per mode; one marker per method and
+    setting, a black star for exact inference (TV 0), the Pareto front (the
+    most accurate point at each runtime) as a dashed line.
+    """
+    pairs, modes = models(ds), [str(m) for m in ds["mode"].values]
+    figure = Figure(figsize=(4.6 * len(modes), 3.0 * len(pairs) + 1.4), layout="constrained")
+    axes = figure.subplots(len(pairs), len(modes), squeeze=False)
+    figure.suptitle(
+        "Cost against accuracy: TV at the last step against runtime per step (medians over "
+        "seeds)\nblack star: exact; dashed: Pareto front, the most accurate method at each runtime"
+    )
+    style = styles(ds)
+    for row, (family, n) in enumerate(pairs):
+        for column, mode in enumerate(modes):
+            axis = axes[row, column]
+            found = points(ds, family, n, mode)
+            for point in found:
+                if point.method == "exact":
+                    axis.scatter(point.runtime * 1e6, 0.0, marker="*", s=120, color="black")
+                    continue
+                look = style[point.method, point.setting]
+                axis.scatter(point.runtime * 1e6, point.tv, s=36, **look)
+            front = pareto(found)
+            axis.step(
+                [p.runtime * 1e6 for p in front],
+                [p.tv for p in front],
+                where="post",
+                color="black",
+                linestyle="--",
+                linewidth=1,
+            )
+            axis.set(
+                xscale="log",
+                xlabel="runtime per step [us]",
+                ylabel="TV at the last step",
+                title=f"{family}, n={n}: {MODE_TITLES[mode]}",
+            )
+    _legend(figure, ds, [Line2D([], [], color="black", marker="*", linestyle="", label="exact")])
+    return figure

@@ -1,0 +1,134 @@
+"""Readings of a results Dataset shared by the summary, figures, report and paper check."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import xarray as xr
+
+METHOD_TITLES = {"topp": "top-p", "topk": "top-k", "topp_states": "top-p states"}
+MODE_TITLES = {"predict": "prediction", "filter": "filtering"}
+
+
+def models(ds: xr.Dataset) -> list[tuple[str, int]]:
+    """The ``(family, n_states)`` pairs the run has, in coordinate order."""
+    exists = ds["in_grid"].any(("method", "setting"))
+    return [
+        (str(family), int(n))
+        for family in ds["family"].values
+        for n in ds["n_states"].values
+        if bool(exists.sel(family=family, n_states=n))
+    ]
+
+
+def variants(ds: xr.Dataset) -> list[tuple[str, float]]:
+    """The ``(method, setting)`` pairs the run has, in coordinate order."""
+    exists = ds["in_grid"].any(("family", "n_states"))
+    return [
+        (str(method), float(setting))
+        for method in ds["method"].values
+        for setting in ds["setting"].values
+        if bool(exists.sel({"method": method, "setting": setting}))
+    ]
+
+
+def label(method: str, setting: float) -> str:
+    """A method and its setting for legends and tables, e.g. ``top-p 0.9``, ``top-k 5``."""
+    return f"{METHOD_TITLES.get(method, method)} {setting:g}"
+
+
+def finite_median(array) -> float:
+    """The median of the finite values (NaN marks cells not done); NaN if there are none."""
+    values = np.asarray(array, dtype=float)
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) if values.size else float("nan")
+
+
+class Payoff(NamedTuple):
+    """When top-p pays in one mode of a run: speedup against the fraction of transitions kept.
+
+    ``kept`` (k,) and ``speedup`` (k,) are the done top-p cells' ``1 - sparsity``
+    and ``speedup``; ``exponent`` and ``scale`` fit ``speedup = scale * kept**exponent``
+    by least squares on the logarithms; ``break_even`` is the kept fraction where
+    that fit crosses 1, NaN where it crosses outside the kept fractions of the cells
+    (no extrapolation) or the cells do not determine a fit.
+    """
+
+    kept: np.ndarray
+    speedup: np.ndarray
+    exponent: float
+    scale: float
+    break_even: float
+
+
+def payoff(ds: xr.Dataset, mode: str) -> Payoff:
+    """The speedup of every done top-p cell of ``mode`` against its kept fraction, and the fit."""
+    empty = np.empty(0)
+    if "topp" not in ds["method"].values:
+        return Payoff(empty, empty, float("nan"), float("nan"), float("nan"))
+    top = ds.sel({"method": "topp", "mode": mode})
+    speedup = top["speedup"].where(top["done"])
+    kept = (1 - top["sparsity"]).broadcast_like(speedup)
+    valid = np.isfinite(speedup.values) & np.isfinite(kept.values) & (speedup.values > 0)
+    kept, speedup = kept.values[valid], speedup.values[valid]
+    exponent = scale = break_even = float("nan")
+    if np.unique(kept).size >= 2:
+        exponent, log_scale = np.polyfit(np.log(kept), np.log(speedup), 1)
+        scale = float(np.exp(log_scale))
+        crossing = np.exp(-log_scale / exponent) if exponent != 0 else np.inf
+        if kept.min() <= crossing <= kept.max():
+            break_even = float(crossing)
+    return Payoff(kept, speedup, float(exponent), scale, break_even)
+
+
+class Point(NamedTuple):
+    """One way to run a model in a mode: its cost and its error, medians over seeds."""
+
+    method: str  # a method, or "exact"
+    setting: float  # NaN for exact
+    runtime: float  # seconds per step
+    tv: float  # TV at the last step (0 for exact)
+
+
+def points(ds: xr.Dataset, family: str, n_states: int, mode: str) -> list[Point]:
+    """Exact inference and every done (method, setting) of one model and mode.
+
+    Each point's runtime per step is the median over seeds of the cumulative
+    runtime at the last step divided by the horizon; exact's runtime pools
+    every cell that timed it.
+    """
+    cell = ds.sel(family=family, n_states=n_states, mode=mode)
+    steps = int(ds["t"].values[-1])
+    done = cell["done"]
+    found = []
+    exact = finite_median(cell["runtime_exact"].isel(t=-1).where(done)) / steps
+    if np.isfinite(exact):
+        found.append(Point("exact", float("nan"), exact, 0.0))
+    for method, setting in variants(ds):
+        one = cell.sel({"method": method, "setting": setting})
+        ok = one["done"]
+        runtime = finite_median(one["runtime_approx"].isel(t=-1).where(ok)) / steps
+        tv = finite_median(one["tv"].isel(t=-1).where(ok))
+        if np.isfinite(runtime) and np.isfinite(tv):
+            found.append(Point(method, setting, runtime, tv))
+    return found
+
+
+FRONT_GAIN = 0.01
+"""A slower point joins the Pareto front only if it lowers the TV of every faster point by
+more than this fraction: a 0.0360 against a 0.0359 is no reason to run 5x longer."""
+
+
+def pareto(candidates: list[Point]) -> list[Point]:
+    """The points no other point beats in both runtime and TV, by increasing runtime.
+
+    Each point on the front is the most accurate at its runtime: every faster
+    point has a TV larger by more than ``FRONT_GAIN`` (exact inference, TV 0,
+    always joins).
+    """
+    front = []
+    for point in sorted(candidates, key=lambda p: (p.runtime, p.tv)):
+        if not front or point.tv < front[-1].tv * (1 - FRONT_GAIN):
+            front.append(point)
+    return front

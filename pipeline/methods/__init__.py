@@ -1,0 +1,54 @@
+"""Approximation methods, one module each, behind one interface.
+
+Every method module has ``SETTING`` (what its setting means), a cheap
+``check(setting)`` that raises a one-line ``TypeError`` or ``ValueError``
+naming the allowed range, and a pure ``approximate(hmm, setting) -> Approximation``:
+
+- ``topp``: top-p transitions (the top-p paper), setting ``p`` in (0, 1];
+- ``topk``: top-k transitions (Vithanage et al.), setting ``k``, an integer >= 1;
+- ``topp_states``: belief pruning to the top-p states after every step, setting ``p``.
+
+A new method is one module here, registered in ``METHODS``, plus its tests;
+every method passes the contract suite of ``tests/methods``.
+
+>>> from pipeline.methods import approximate
+>>> from pipeline.models import build_model
+>>> approximation = approximate(build_model("bell", 50), "topk", 5)
+>>> approximation.hmm.transition.nnz
+250
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from pipeline.methods import topk, topp, topp_states
+from pipeline.methods.base import Approximation
+from pipeline.models.hmm import HMM
+
+METHODS: dict[str, ModuleType] = {"topp": topp, "topk": topk, "topp_states": topp_states}
+"""Method name (the ``method`` coordinate and ``grid.methods`` key) -> its module."""
+
+
+def _method(method: str) -> ModuleType:
+    try:
+        return METHODS[method]
+    except KeyError:
+        raise ValueError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}") from None
+
+
+def check_setting(method: str, setting) -> None:
+    """Raise ``ValueError`` (one line, naming the method) for a setting it does not take."""
+    try:
+        _method(method).check(setting)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{method}: {error}") from None
+
+
+def approximate(hmm: HMM, method: str, setting) -> Approximation:
+    """The ``Approximation`` of ``hmm`` by ``method`` at ``setting``."""
+    check_setting(method, setting)
+    return _method(method).approximate(hmm, setting)
+
+
+__all__ = ["METHODS", "Approximation", "approximate", "check_setting"]

@@ -1,0 +1,78 @@
+"""Transition and emission matrix formats, and the operations the pipeline needs of them.
+
+Formats, one module each:
+
+- ``dense``: ``numpy.ndarray`` (n, m);
+- ``csr``: ``scipy.sparse.csr_array`` (n, m), what top-p and top-k produce;
+- ``structured``: ``SparsePlusRankOne``, ``S + outer(u, v)`` kept factored, for
+  exact models of 10^5 to 10^6 states that are peaks on a flat background.
+
+Operations (``pipeline.operators.base``, one ``functools.singledispatch``
+function each, registered by every format): ``as_operator``, ``check_entries``,
+``row_sums``, ``rows``, ``columns``, ``entries_at``, ``toarray``,
+``stored_entries``, ``count_nonzero``, ``step_work``, ``layout`` (what the
+compiled forward recursion reads), ``mixing_rate_part``, ``doeblin_lower_bound``,
+``peaks`` and ``row_blocks`` (for row selection). This package is the only
+place that asks which format a matrix has: a new format is one module that
+registers these, plus its contract tests (``tests/operators``).
+
+>>> import numpy as np
+>>> from pipeline.operators import row_sums, toarray
+>>> T = np.array([[0.9, 0.1], [0.5, 0.5]])
+>>> row_sums(T)
+array([1., 1.])
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from pipeline.operators import csr, dense, structured  # noqa: F401 - each registers its format
+from pipeline.operators.base import (
+    DenseRows,
+    Peaks,
+    SparseRows,
+    as_operator,
+    check_entries,
+    columns,
+    count_nonzero,
+    doeblin_lower_bound,
+    entries_at,
+    layout,
+    mixing_rate_part,
+    peaks,
+    row_blocks,
+    row_sums,
+    rows,
+    step_work,
+    stored_entries,
+    toarray,
+)
+from pipeline.operators.csr import entry_rows
+from pipeline.operators.structured import SparsePlusRankOne
+
+Matrix = np.ndarray | sp.csr_array | SparsePlusRankOne
+"""A transition or emission matrix in any of the formats."""
+
+__all__ = [
+    "DenseRows",
+    "Matrix",
+    "Peaks",
+    "SparsePlusRankOne",
+    "SparseRows",
+    "as_operator",
+    "check_entries",
+    "columns",
+    "count_nonzero",
+    "doeblin_lower_bound",
+    "entries_at",
+    "entry_rows",
+    "layout",
+    "mixing_rate_part",
+    "peaks",
+    "row_blocks",
+    "row_sums",
+    "rows",
+    "step_work",
+    "stored_entries",
+    "toarray",
+]

@@ -1,0 +1,385 @@
+"""The sweep's structured configuration: schema, Hydra registration and validation.
+
+Hydra composes ``conf/config.yaml`` over the ``SweepConfig`` schema; OmegaConf
+checks types and rejects unknown keys, ``validate`` checks values. Cluster
+definitions live in ``dask_cluster.yaml`` and become the options of the
+``cluster`` config group, so ``cluster=<name>`` picks one of its entries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from dataclasses import dataclass, field, make_dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+from pipeline.methods import METHODS
+from pipeline.models import FAMILIES, check_model, family_parameters
+
+MODES = ("predict", "filter")
+REPOSITORY = Path(__file__).resolve().parents[2]
+CLUSTER_FILE = "dask_cluster.yaml"
+
+
+class ConfigError(ValueError):
+    """An invalid setting: ``key`` names it, the message says what is allowed."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+@dataclass
+class GridConfig:
+    """The experiment grid; every list is one dimension of the results."""
+
+    families: list[str] = field(default_factory=lambda: ["bell", "uniform", "dirichlet"])
+    n_states: Any = None
+    """A list of sizes for every family, or a mapping family -> list of sizes (required).
+
+    Typed ``Any`` with no default: OmegaConf cannot merge a mapping into a list node."""
+    methods: Any = None
+    """A mapping method -> list of its settings (``pipeline.methods.METHODS``), e.g.
+    ``{topp: [0.5, 0.9], topk: [5, 20]}``; typed ``Any``: a mapping of lists."""
+    p: Optional[list[float]] = None  # noqa: UP045
+    """Shorthand for ``methods={topp: p}`` on the command line (the sweep replaces
+    ``grid.methods`` by it); set one of the two."""
+    horizon: int = 50
+    seeds: list[int] = field(default_factory=lambda: [0])
+    modes: list[str] = field(default_factory=lambda: list(MODES))
+    observe_every: int = 5
+    """Filtering observes a symbol at every step t with t % observe_every == 0."""
+
+
+@dataclass
+class TimingConfig:
+    repeats: int = 3
+    """Least number of interleaved exact/approximate run pairs per cell; min, median and max
+    are stored."""
+    min_seconds: float = 0.2
+    """Pairs are repeated until they took this long (at most ``max_repeats``): short runs
+    of small models need many repeats before a median means anything."""
+    max_repeats: int = 1000
+    blas_threads: int = 1
+    """BLAS threads in every timed run (fixed with threadpoolctl and recorded)."""
+
+
+def _optional(hint):
+    """``X | None`` as ``Optional[X]``, which every OmegaConf 2.x understands."""
+    if isinstance(hint, types.UnionType):
+        (inner,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return Optional[inner]  # noqa: UP045 - OmegaConf needs typing.Optional
+    return hint
+
+
+def _parameters_dataclass(family: str) -> type:
+    """A dataclass of ``family``'s keyword parameters, from its ``build`` signature."""
+    hints = typing.get_type_hints(FAMILIES[family].build)
+    fields = [
+        (name, _optional(hints[name]), field(default=default))
+        for name, default in family_parameters(family).items()
+    ]
+    return make_dataclass(f"{family.capitalize()}Parameters", fields)
+
+
+ModelConfig = make_dataclass(
+    "ModelConfig",
+    [
+        (family, (cls := _parameters_dataclass(family)), field(default_factory=cls))
+        for family in FAMILIES
+    ],
+)
+"""``model.<family>.<param>``: the keyword parameters of every model family."""
+
+
+@dataclass
+class LocalClusterConfig:
+    kind: str = "local"
+    n_workers: Optional[int] = None  # noqa: UP045
+    threads_per_worker: int = 1
+    memory_limit: str = "auto"
+    dashboard_address: str = ":8787"
+
+
+@dataclass
+class AddressClusterConfig:
+    kind: str = "address"
+    address: str = "tcp://127.0.0.1:8786"
+    timeout: float = 5.0
+
+
+@dataclass
+class JobqueueClusterConfig:
+    kind: str = "slurm"
+    jobs: int = 1
+    cores: int = 1
+    processes: int = 1
+    memory: str = "4GiB"
+    walltime: str = "01:00:00"
+    queue: Optional[str] = None  # noqa: UP045
+    account: Optional[str] = None  # noqa: UP045
+    job_extra_directives: list[str] = field(default_factory=list)
+    job_script_prologue: list[str] = field(default_factory=list)
+    local_directory: Optional[str] = None  # noqa: UP045
+
+
+@dataclass
+class SSHClusterConfig:
+    kind: str = "ssh"
+    hosts: list[str] = field(default_factory=lambda: ["localhost", "localhost"])
+    workers_per_host: int = 1
+    threads_per_worker: int = 1
+    remote_python: Optional[str] = None  # noqa: UP045
+    connect_options: dict[str, Any] = field(default_factory=dict)
+
+
+CLUSTER_KINDS = {
+    "local": LocalClusterConfig,
+    "address": AddressClusterConfig,
+    "slurm": JobqueueClusterConfig,
+    "pbs": JobqueueClusterConfig,
+    "ssh": SSHClusterConfig,
+}
+
+
+@dataclass
+class SweepConfig:
+    """The whole sweep; Hydra's ``config.yaml`` fills it in."""
+
+    grid: GridConfig = field(default_factory=GridConfig)
+    model: Any = field(default_factory=ModelConfig)
+    cluster: Any = MISSING
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    store: Optional[str] = None  # noqa: UP045
+    """Results location; default ``outputs/<experiment>/results.zarr``."""
+    overwrite: bool = False
+    """Replace an existing store made from a different grid instead of refusing."""
+    fuse_states: int = 500
+    """Models with at most this many states compute all their cells in one Dask task."""
+    exact_max_states: Optional[int] = None  # noqa: UP045
+    """Models with more states get no exact reference (default: all do): their cells time
+    the approximation alone and the online certificate bounds its prediction error."""
+    gamma_exact_max_states: int = 20000
+    """gamma is exact up to this many states (a pair search in Dask tasks of about 2000
+    rows); above, the Doeblin lower bound stands in for it (``gamma_exact`` says which)."""
+    retries: int = 2
+    """How often a task that raised is retried before its cells are marked failed."""
+    flush_seconds: float = 2.0
+    """Finished cells are written to the store at least this often."""
+    progress_seconds: float = 10.0
+    """Interval of the plain progress lines printed when stderr is not a terminal."""
+
+
+def cluster_file() -> Path:
+    """``dask_cluster.yaml`` of the working directory, else the repository's."""
+    local = Path(CLUSTER_FILE)
+    return local if local.is_file() else REPOSITORY / CLUSTER_FILE
+
+
+def load_clusters(path: Path | None = None) -> dict[str, object]:
+    """The named cluster definitions of ``dask_cluster.yaml`` as schema instances."""
+    path = path or cluster_file()
+    try:
+        entries = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(CLUSTER_FILE, f"cannot read {path}: {error}") from None
+    clusters = {}
+    for name, entry in entries.items():
+        entry = dict(entry or {})
+        kind = entry.get("kind", name)
+        if kind not in CLUSTER_KINDS:
+            raise ConfigError(
+                f"{CLUSTER_FILE}: {name}.kind",
+                f"unknown kind {kind!r}; allowed: {', '.join(CLUSTER_KINDS)}",
+            )
+        schema = CLUSTER_KINDS[kind]
+        allowed = [f.name for f in dataclasses.fields(schema)]
+        unknown = sorted(set(entry) - set(allowed))
+        if unknown:
+            raise ConfigError(
+                f"{CLUSTER_FILE}: {name}.{unknown[0]}",
+                f"unknown key for a {kind} cluster; allowed: {', '.join(allowed)}",
+            )
+        clusters[name] = schema(**{**entry, "kind": kind})
+    return clusters
+
+
+def register(clusters: dict[str, object] | None = None) -> None:
+    """Store the schema and every cluster definition in Hydra's ConfigStore."""
+    store = ConfigStore.instance()
+    store.store(name="sweep_schema", node=SweepConfig)
+    for name, node in (clusters if clusters is not None else load_clusters()).items():
+        store.store(group="cluster", name=name, node=node)
+
+
+def _check_list(key: str, values, kind, allowed: str) -> None:
+    if not values:
+        raise ConfigError(key, f"must not be empty; allowed: a list of {allowed}")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ConfigError(key, f"{value!r} is not allowed; allowed: {allowed}")
+    if len(set(values)) != len(values):
+        raise ConfigError(key, f"has duplicates {list(values)}; list each value once")
+
+
+def family_sizes(grid) -> dict[str, list[int]]:
+    """``grid.n_states`` as a mapping family -> sizes."""
+    sizes = grid.n_states
+    if sizes is None:
+        raise ConfigError(
+            "grid.n_states",
+            "is not set; allowed: a list of integers >= 2, or a mapping family -> list",
+        )
+    if isinstance(sizes, typing.Mapping):
+        extra = sorted(set(sizes) - set(grid.families))
+        missing = [f for f in grid.families if f not in sizes]
+        if extra or missing:
+            problem = (
+                f"{extra[0]!r} is not in grid.families" if extra else f"{missing[0]!r} is missing"
+            )
+            raise ConfigError(
+                "grid.n_states",
+                f"family {problem}; a mapping needs one list of sizes per family of grid.families",
+            )
+        return {family: list(sizes[family]) for family in grid.families}
+    if not isinstance(sizes, typing.Sequence) or isinstance(sizes, str):
+        raise ConfigError(
+            "grid.n_states",
+            f"{sizes!r} is not allowed; allowed: a list of "
+            "integers >= 2, or a mapping family -> list",
+        )
+    return {family: list(sizes) for family in grid.families}
+
+
+def grid_methods(grid) -> dict[str, list]:
+    """``grid.methods`` (or the shorthand ``grid.p``) as a mapping method -> settings."""
+    if grid.p is not None and grid.methods is not None:
+        raise ConfigError(
+            "grid.p",
+            "is shorthand for grid.methods={topp: [...]}; set one of grid.p and grid.methods",
+        )
+    if grid.p is not None:
+        return {"topp": list(grid.p)}
+    methods = grid.methods
+    allowed = "a mapping method -> list of settings, e.g. {topp: [0.5, 0.9], topk: [5]}"
+    if methods is None:
+        raise ConfigError("grid.methods", f"is not set; allowed: {allowed}, or grid.p=[...]")
+    if not isinstance(methods, typing.Mapping) or not methods:
+        raise ConfigError("grid.methods", f"{methods!r} is not allowed; allowed: {allowed}")
+    return {str(method): settings for method, settings in methods.items()}
+
+
+def _validate_methods(grid) -> None:
+    key = "grid.p" if grid.p is not None else "grid.methods"
+    for method, settings in grid_methods(grid).items():
+        if method not in METHODS:
+            raise ConfigError(key, f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+        where = key if key == "grid.p" else f"grid.methods.{method}"
+        if not isinstance(settings, typing.Sequence) or isinstance(settings, str):
+            raise ConfigError(where, f"{settings!r} is not allowed; allowed: a list of settings")
+        _check_list(where, settings, (int, float), "numbers")
+        for setting in settings:
+            try:
+                METHODS[method].check(setting)
+            except (TypeError, ValueError) as error:
+                raise ConfigError(where, str(error)) from None
+
+
+def validate(cfg) -> None:
+    """Raise ``ConfigError`` naming the first invalid setting of a composed config."""
+    grid = cfg.grid
+    _check_list("grid.families", grid.families, str, ", ".join(FAMILIES))
+    for family in grid.families:
+        if family not in FAMILIES:
+            raise ConfigError(
+                "grid.families", f"unknown family {family!r}; allowed: {', '.join(FAMILIES)}"
+            )
+    mapping = isinstance(grid.n_states, typing.Mapping)
+    for family, sizes in family_sizes(grid).items():
+        key = f"grid.n_states.{family}" if mapping else "grid.n_states"
+        _check_list(key, sizes, int, "integers >= 2")
+        for n in sizes:
+            try:
+                check_model(family, n, **cfg.model[family])
+            except (ValueError, FileNotFoundError) as error:
+                # The family checks name n_states when the size is at fault.
+                raise ConfigError(
+                    key if "n_states" in str(error) else f"model.{family}", str(error)
+                ) from None
+    _validate_methods(grid)
+    if grid.horizon < 1:
+        raise ConfigError("grid.horizon", f"{grid.horizon} is not allowed; allowed: integers >= 1")
+    _check_list("grid.seeds", grid.seeds, int, "integers >= 0")
+    if min(grid.seeds) < 0:
+        raise ConfigError("grid.seeds", f"{min(grid.seeds)} is negative; allowed: integers >= 0")
+    _check_list("grid.modes", grid.modes, str, ", ".join(MODES))
+    for mode in grid.modes:
+        if mode not in MODES:
+            raise ConfigError("grid.modes", f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
+    if grid.observe_every < 1:
+        raise ConfigError(
+            "grid.observe_every", f"{grid.observe_every} is not allowed; allowed: integers >= 1"
+        )
+    for key, value, least in (
+        ("timing.repeats", cfg.timing.repeats, 1),
+        ("timing.max_repeats", cfg.timing.max_repeats, cfg.timing.repeats),
+        ("timing.blas_threads", cfg.timing.blas_threads, 1),
+        ("retries", cfg.retries, 0),
+        ("fuse_states", cfg.fuse_states, 0),
+        ("gamma_exact_max_states", cfg.gamma_exact_max_states, 2),
+        ("exact_max_states", 2 if cfg.exact_max_states is None else cfg.exact_max_states, 2),
+    ):
+        if value < least:
+            raise ConfigError(key, f"{value} is not allowed; allowed: integers >= {least}")
+    for key in ("flush_seconds", "progress_seconds"):
+        if not cfg[key] > 0:
+            raise ConfigError(key, f"{cfg[key]} is not allowed; allowed: numbers > 0")
+    if cfg.timing.min_seconds < 0:
+        raise ConfigError(
+            "timing.min_seconds", f"{cfg.timing.min_seconds} is not allowed; allowed: numbers >= 0"
+        )
+    _validate_cluster(cfg.cluster)
+
+
+def _validate_cluster(cluster) -> None:
+    positive = {
+        "local": ("n_workers", "threads_per_worker"),
+        "address": ("timeout",),
+        "slurm": ("jobs", "cores", "processes"),
+        "pbs": ("jobs", "cores", "processes"),
+        "ssh": ("workers_per_host", "threads_per_worker"),
+    }[cluster.kind]
+    for name in positive:
+        value = cluster[name]
+        if value is not None and not value > 0:
+            raise ConfigError(f"cluster.{name}", f"{value} is not allowed; allowed: numbers > 0")
+    if cluster.kind == "address" and "://" not in cluster.address:
+        raise ConfigError(
+            "cluster.address",
+            f"{cluster.address!r} is not a scheduler address; allowed: "
+            "protocol://host:port, e.g. tcp://127.0.0.1:8786",
+        )
+    if cluster.kind == "ssh" and len(cluster.hosts) < 2:
+        raise ConfigError("cluster.hosts", "needs the scheduler host and at least one worker host")
+
+
+def check_writable(path: Path) -> None:
+    """Raise ``ConfigError`` unless a store can be created or updated at ``path``."""
+    if path.exists():
+        if not path.is_dir():
+            raise ConfigError("store", f"{path} exists and is not a zarr store (a directory)")
+        if not os.access(path, os.W_OK):
+            raise ConfigError("store", f"{path} is not writable")
+        return
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError("store", f"cannot create {path}: {parent} is not a writable directory")

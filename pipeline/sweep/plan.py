@@ -1,0 +1,158 @@
+"""The sweep's plan of tasks: shared work once, deterministic keys, two ways to run it.
+
+Per model ``(family, n_states, seed)``: one build and one gamma (an exact
+pair search split into tasks of about 2000 rows, or the Doeblin bound above
+``gamma_exact_max_states``); per model and mode: one exact reference run (none
+above ``exact_max_states``); per model, method and setting: one approximation;
+per cell: the timed exact and approximate runs and the metrics.
+
+``model_plan`` writes this as ``dask.delayed`` tasks. ``run_model`` computes a
+model's plan in this process (dask's synchronous scheduler): the tests use it,
+and so do workers for models of at most ``fuse_states`` states, whose every
+task costs less than a Dask task's own overhead. ``submit`` sends each model
+either as one such fused task or as its plan's tasks. Keys name the work and
+carry a token of the grid and the timing, so two sweeps on one scheduler never
+share a result by accident, while resubmitting the same sweep reuses what is
+there.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+
+import dask
+from dask import delayed
+from dask.base import tokenize
+from dask.delayed import Delayed
+from distributed import Client, Future
+
+from pipeline.sweep import tasks
+from pipeline.sweep.grid import Cell, Grid
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every model's plan shares beyond the grid's coordinates."""
+
+    horizon: int
+    observe_every: int
+    timing: tasks.Timing
+    gamma_exact_max_states: int
+    exact_max_states: int | None
+    token: str = ""
+    """Appended to every key: a token of the grid and the timing."""
+
+
+def gamma_parts(n_states: int) -> int:
+    """Tasks sharing an exact gamma: about 2000 rows each, at most 16."""
+    return min(16, max(1, n_states // 2000))
+
+
+def model_plan(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> dict[Cell, Delayed]:
+    """The delayed result of each of ``cells``, all of the model ``spec``."""
+
+    def key(*parts) -> str:
+        return "-".join(str(part) for part in (*parts, settings.token))
+
+    point = (spec.family, spec.n_states, spec.seed)
+    model = delayed(tasks.build)(spec, dask_key_name=key("model", *point))
+    exact_gamma = spec.n_states <= settings.gamma_exact_max_states
+    parts = gamma_parts(spec.n_states) if exact_gamma else 0
+    shares = [
+        delayed(tasks.mixing_part)(
+            model, part=k, parts=parts, dask_key_name=key(f"gamma-part{k}", *point)
+        )
+        for k in range(parts)
+    ]
+    mixed = delayed(tasks.mixing)(
+        model, *shares, exact=exact_gamma, dask_key_name=key("gamma", *point)
+    )
+    run_exact = settings.exact_max_states is None or spec.n_states <= settings.exact_max_states
+    references = {
+        mode: delayed(tasks.reference)(
+            model,
+            mode=mode,
+            horizon=settings.horizon,
+            observe_every=settings.observe_every,
+            seed=spec.seed,
+            run=run_exact,
+            dask_key_name=key("exact", *point, mode),
+        )
+        for mode in dict.fromkeys(cell.mode for cell in cells)
+    }
+    approximations = {
+        (method, setting): delayed(tasks.build_approximation)(
+            model,
+            method=method,
+            setting=setting,
+            dask_key_name=key("approximate", *point, method, setting),
+        )
+        for method, setting in dict.fromkeys((cell.method, cell.setting) for cell in cells)
+    }
+    return {
+        cell: delayed(tasks.run_cell)(
+            model,
+            approximations[cell.method, cell.setting],
+            references[cell.mode],
+            mixed,
+            mode=cell.mode,
+            timing=settings.timing,
+            dask_key_name=key("cell", *cell),
+        )
+        for cell in cells
+    }
+
+
+def run_model(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> list:
+    """The ``tasks.CellResult`` of each of ``cells``, computed here, in order."""
+    plan = model_plan(spec, cells, settings)
+    return list(dask.compute(*plan.values(), scheduler="sync"))
+
+
+def by_model(grid: Grid, cells: list[Cell]) -> list[tuple[tasks.ModelSpec, list[Cell]]]:
+    """``cells`` grouped by the model they need, in order."""
+    groups: dict[tuple, list[Cell]] = defaultdict(list)
+    for cell in cells:
+        groups[cell.family, cell.n_states, cell.seed].append(cell)
+    return [
+        (tasks.ModelSpec(family, n, seed, grid.params[family]), group)
+        for (family, n, seed), group in groups.items()
+    ]
+
+
+def submit(
+    client: Client,
+    grid: Grid,
+    cells: list[Cell],
+    *,
+    settings: Settings,
+    retries: int,
+    fuse_states: int,
+) -> dict[Future, list[Cell]]:
+    """Submit everything ``cells`` need; return each future with the cells it computes.
+
+    A future's result is a ``tasks.CellResult``, or a list of them (one per
+    cell, in order) for a fused model. Only these futures are returned: shared
+    intermediate results are released as soon as the cells that need them
+    finish. Models are submitted one after the other, so earlier ones finish first.
+    """
+    settings = replace(settings, token=tokenize(grid.fingerprint(), settings)[:10])
+    futures: dict[Future, list[Cell]] = {}
+    for spec, model_cells in by_model(grid, cells):
+        if spec.n_states <= fuse_states:
+            key = f"model-cells-{spec.family}-{spec.n_states}-{spec.seed}-{tokenize(model_cells)}"
+            future = client.submit(
+                run_model,
+                spec,
+                model_cells,
+                settings,
+                key=f"{key}-{settings.token}",
+                retries=retries,
+            )
+            futures[future] = model_cells
+            continue
+        plan = model_plan(spec, model_cells, settings)
+        computed = client.compute(list(plan.values()), retries=retries, optimize_graph=False)
+        futures.update({future: [cell] for future, cell in zip(computed, plan, strict=True)})
+    return futures

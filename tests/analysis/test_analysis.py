@@ -1,0 +1,192 @@
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+from matplotlib.image import imread
+
+from pipeline.analysis import analyze, summary_table
+from pipeline.analysis.paper import CLAIMS, PAPER_SIZES, compare
+from pipeline.analysis.readings import Point, pareto, payoff, points
+from pipeline.analysis.report import front_table, mixing_table, payoff_table
+from pipeline.analyze import main
+from pipeline.sweep.grid import Grid
+from pipeline.sweep.store import _template
+
+from helpers import composed
+
+FIGURES = ("runtime.png", "tv.png", "pareto.png", "sparsity_speedup.png", "payoff.png")
+
+
+def test_analysis_of_a_smoke_store(smoke, tmp_path):
+    report = analyze(smoke[0], tmp_path / "out")
+    assert report == tmp_path / "out" / "report.md"
+    text = report.read_text()
+    for name in FIGURES:
+        image = imread(tmp_path / "out" / name)
+        assert image.shape[0] > 200 and image.shape[1] > 400
+        assert np.ptp(image[..., :3]) > 0.5  # something is drawn
+        assert f"![{name}]({name})" in text
+    table = text.split("## Beside the paper")[1].split("## Which approximation pays")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "quantity" not in line]
+    assert len(rows) == len(CLAIMS)
+    absent = sum(c.family == "lm" or c.p == 0.7 for c in CLAIMS)  # smoke has p 0.5 and 0.9
+    assert sum("| not run |" in row for row in rows) == absent
+    compared = [row for row in rows if "| bell," in row and "| not run |" not in row]
+    assert compared and all("differs" in row and "the paper n=800" in row for row in compared)
+    payoff_rows = text.split("## When top-p pays")[1].split("## Minimal mixing rate")[0]
+    assert "| prediction | 24 |" in payoff_rows and "| filtering | 24 |" in payoff_rows  # 3x2x2x2
+    fronts = text.split("## Which approximation pays")[1].split("## When top-p pays")[0]
+    assert fronts.count("| bell | ") == 4 and "exact (" in fronts  # 2 sizes x 2 modes
+    assert "- bell: " in fronts and "- dirichlet: " in fronts
+
+
+def test_command_line(smoke, tmp_path, capsys):
+    assert main([str(smoke[0]), "--out", str(tmp_path / "r")]) == 0
+    assert "report:" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "missing.zarr")])
+    assert "is not a zarr store" in capsys.readouterr().err
+
+
+def test_a_store_of_the_old_layout_is_refused(smoke, tmp_path, capsys):
+    old = tmp_path / "old.zarr"
+    xr.open_zarr(smoke[0]).load().to_zarr(old, consolidated=False)
+    group = zarr.open_group(old, mode="r+", use_consolidated=False)
+    del group.attrs["format"]
+    with warnings.catch_warnings():  # zarr notes consolidated metadata is not in its v3 spec
+        warnings.simplefilter("ignore", UserWarning)
+        zarr.consolidate_metadata(old)
+    with pytest.raises(SystemExit):
+        main([str(old)])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "has layout 1" in error and "run the sweep again" in error
+
+
+def paper_dataset(changes=None):
+    """The paper experiment's grid filled with the paper's own numbers."""
+    grid = Grid.from_config(composed("experiment=paper"))
+    ds, _ = _template(grid, {"workers": 3, "cpu": "Some CPU, 4 cores"})
+    ds["done"][:] = True
+    ds["gamma"][:] = 0.1
+    for claim in CLAIMS:
+        where = {
+            "family": claim.family,
+            "n_states": PAPER_SIZES[claim.family],
+            "method": "topp",
+            "setting": claim.p,
+        }
+        value = (changes or {}).get(
+            (claim.quantity, claim.family, claim.p, claim.mode), claim.value
+        )
+        if claim.kind == "above":
+            value = value * 1.01
+        if claim.quantity == "sparsity":
+            ds["sparsity"].loc[where] = value
+        elif claim.quantity == "speedup":
+            ds["speedup"].loc[{**where, "mode": claim.mode}] = value
+        else:
+            ds["tv"].loc[{**where, "mode": claim.mode, "t": grid.horizon}] = value
+    return ds
+
+
+def test_the_papers_own_numbers_all_match():
+    rows = compare(paper_dataset())
+    assert [r.status for r in rows] == ["matches"] * len(CLAIMS)
+
+
+def test_a_different_number_is_marked_with_a_reason():
+    rows = compare(
+        paper_dataset(
+            {("tv", "bell", 0.9, "predict"): 0.3, ("sparsity", "lm", 0.9, "predict"): 0.5}
+        )
+    )
+    differing = {
+        (r.claim.quantity, r.claim.family, r.claim.p): r for r in rows if r.status == "differs"
+    }
+    assert set(differing) == {("tv", "bell", 0.9), ("sparsity", "lm", 0.9)}
+    assert "random state" in differing["tv", "bell", 0.9].reason
+    assert "keeps 50% of its transitions" in differing["sparsity", "lm", 0.9].reason
+
+
+def test_tables_name_every_model(smoke):
+    ds = xr.open_zarr(smoke[0]).load()
+    assert mixing_table(ds).count("| bell, n=") == 2
+    assert len(summary_table(ds).splitlines()) == 1 + 3 * 2 * 4
+
+
+def test_payoff_recovers_a_known_law():
+    # speedup = 0.2 / kept exactly, with every cell of one model not done: fit -1, 0.2.
+    ds = paper_dataset()
+    kept = xr.DataArray(np.linspace(0.01, 0.9, ds.sizes["setting"]), dims="setting")
+    kept = kept * xr.DataArray([1.0, 0.5, 0.25], dims="family")
+    ds["sparsity"][:] = (1 - kept).broadcast_like(ds["sparsity"])
+    ds["speedup"][:] = (0.2 / kept).broadcast_like(ds["speedup"])
+    ds["done"][:] = ds["in_grid"].broadcast_like(ds["done"]).transpose(*ds["done"].dims)
+    ds["done"].loc[{"family": "lm"}] = False
+    ds["speedup"].loc[{"family": "lm"}] = 1e6  # must be ignored: not done
+    fit = payoff(ds, "predict")
+    assert fit.kept.size == 2 * ds.sizes["setting"] * ds.sizes["seed"]
+    assert fit.exponent == pytest.approx(-1, abs=1e-9)
+    assert fit.scale == pytest.approx(0.2, rel=1e-9)
+    assert fit.break_even == pytest.approx(0.2, rel=1e-9)
+    assert "| prediction | 18 | 6 | 0.2 kept^-1.00 | 0.2 |" in payoff_table(ds)
+    ds["speedup"][:] = (1e3 / kept).broadcast_like(ds["speedup"])  # crosses 1 at kept = 1000
+    assert np.isnan(payoff(ds, "predict").break_even)  # no extrapolation beyond the cells
+    assert "| prediction | 18 | 18 | 1e+03 kept^-1.00 | none in range |" in payoff_table(ds)
+
+
+def test_a_speedup_reason_reads_the_machine_from_the_store():
+    rows = compare(paper_dataset({("speedup", "bell", 0.9, "predict"): 2.0}))
+    (row,) = [r for r in rows if r.status == "differs"]
+    assert row.claim.quantity == "speedup" and "3 workers sharing 4 cores" in row.reason
+
+
+def test_the_pareto_front_keeps_what_nothing_beats():
+    a, b, c, d, e, f = (
+        Point("topk", 2.0, 1e-6, 0.5),
+        Point("topp", 0.5, 2e-6, 0.6),  # slower and worse than a
+        Point("topp", 0.9, 3e-6, 0.1),
+        Point("topp_states", 0.9, 4e-6, 0.1),  # slower than c, not better
+        Point("topk", 20.0, 5e-6, 0.0995),  # slower than c, better by less than FRONT_GAIN
+        Point("exact", float("nan"), 9e-6, 0.0),
+    )
+    assert pareto([f, e, d, c, b, a]) == [a, c, f]
+
+
+def comparison_dataset():
+    """Methods at known runtimes and errors on one model: top-k fast and rough, top-p better."""
+    grid = Grid.from_config(
+        composed(
+            "grid.families=[bell]",
+            "grid.n_states=[20]",
+            "grid.methods={topp:[0.5,0.9],topk:[3]}",
+            "grid.modes=[predict]",
+        )
+    )
+    ds, _ = _template(grid, {})
+    ds["done"][:] = True
+    values = {("topp", 0.5): (3e-6, 0.4), ("topp", 0.9): (5e-6, 0.05), ("topk", 3.0): (1e-6, 0.3)}
+    for (method, setting), (runtime, tv) in values.items():
+        where = {"method": method, "setting": setting}
+        ds["runtime_approx"].loc[where] = runtime * ds["t"]
+        ds["tv"].loc[where] = tv
+        ds["runtime_exact"].loc[where] = 2e-5 * ds["t"]
+    ds["done"] = ds["done"] & ds["in_grid"]
+    return ds
+
+
+def test_points_and_the_front_table():
+    ds = comparison_dataset()
+    found = {
+        (p.method, 0 if p.method == "exact" else p.setting): p
+        for p in points(ds, "bell", 20, "predict")
+    }
+    assert set(found) == {("exact", 0), ("topp", 0.5), ("topp", 0.9), ("topk", 3.0)}
+    assert found["exact", 0].runtime == pytest.approx(2e-5) and found["exact", 0].tv == 0
+    assert found["topp", 0.9].runtime == pytest.approx(5e-6)
+    assert found["topk", 3.0].tv == pytest.approx(0.3)
+    table = front_table(ds)
+    assert "top-k 3 (1 us, 0.3) < top-p 0.9 (5 us, 0.05) < exact (20 us, 0)" in table
+    assert "- bell: top-k 1, top-p 1" in table

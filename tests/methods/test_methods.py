@@ -1,0 +1,127 @@
+"""The contract every approximation method passes.
+
+- the approximation is a valid HMM whose row errors are the TV of each row,
+  measured on the dense matrices;
+- every bound the sweep stores holds at every step of prediction, on models of
+  every family (run through the sweep's own tasks, in this process);
+- its cost is reported, and structured exact models give the same approximation
+  as their dense form;
+- a bad setting is a one-line error naming the allowed range.
+
+A new method adds its settings to ``SETTINGS`` and must pass every test here.
+"""
+
+import numpy as np
+import pytest
+
+from pipeline.methods import METHODS, approximate, check_setting
+from pipeline.metrics import total_variation
+from pipeline.models import build_model
+from pipeline.operators import toarray
+from pipeline.sweep import plan, tasks
+from pipeline.sweep.grid import Cell
+
+from helpers import random_hmm
+
+SETTINGS = {"topp": [0.5, 0.9, 1.0], "topk": [1, 3, 7], "topp_states": [0.6, 0.95, 1.0]}
+BAD = {
+    "topp": ([0, 1.5, float("nan"), "0.5"], r"p must be"),
+    "topk": ([0, 2.5, -3, True], r"k must be an integer >= 1"),
+    "topp_states": ([0, 1.01], r"p must be"),
+}
+FAMILIES = {
+    "bell": {},
+    "dirichlet": {"alpha": 0.2},
+    "peaked": {"support": 4, "background": 0.02},
+    "uniform": {},
+    "weather": {},
+    "lm": {"alpha": 0.05},
+}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """A text of 80 word types whose bigrams follow a few fixed patterns."""
+    words = [f"{chr(97 + i % 26)}{chr(97 + i // 26)}x" for i in range(80)]
+    text = " ".join(words[(37 * i + 11 * (i // 80)) % 80] for i in range(4000))
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text(text)
+    return str(path)
+
+
+def test_every_method_is_tested():
+    assert set(SETTINGS) == set(METHODS) == set(BAD)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_the_approximation_is_valid_and_its_row_errors_are_tvs(method):
+    hmm = random_hmm(3, 25, 6, zeros=0.2)
+    T = toarray(hmm.transition)
+    for setting in SETTINGS[method]:
+        approximation = approximate(hmm, method, setting)
+        Q = toarray(approximation.hmm.transition)
+        np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
+        np.testing.assert_allclose(approximation.row_error, total_variation(T, Q), atol=1e-12)
+        prior = approximation.hmm.prior
+        assert approximation.prior_error == pytest.approx(total_variation(hmm.prior, prior))
+        assert approximation.step_error <= 1 + 1e-9
+        if approximation.prune == 1 and method != "topk":
+            assert approximation.step_error <= 1 - setting + 1e-9  # top-p's Theorem 4.1
+
+
+def _cells(method: str, family: str, n: int) -> list[Cell]:
+    return [
+        Cell(family, n, method, float(s), seed, "predict")
+        for s in SETTINGS[method]
+        for seed in (0, 1)
+    ]
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_stored_bound_holds_at_every_step(method, family, corpus):
+    n = 6 if family == "weather" else 40
+    params = {**FAMILIES[family], **({"corpus": corpus} if family == "lm" else {})}
+    settings = plan.Settings(
+        horizon=30,
+        observe_every=3,
+        timing=tasks.Timing(repeats=1, min_seconds=0.0, max_repeats=1, threads=1),
+        gamma_exact_max_states=10**6,
+        exact_max_states=None,
+    )
+    for seed in (0, 1):
+        spec = tasks.ModelSpec(family, n, seed, params)
+        cells = [c for c in _cells(method, family, n) if c.seed == seed]
+        for cell, result in zip(cells, plan.run_model(spec, cells, settings), strict=True):
+            values = result.values()
+            tv = values["tv"]
+            assert np.isfinite(tv).all(), cell
+            for name in ("certificate", "bound", "bound_linear"):
+                assert (tv <= values[name] + 1e-9).all(), (cell, name)
+            assert (tv <= values["bound_mixing"] + 1e-9).all(), cell
+            assert (values["certificate"] <= values["bound"] + 1e-9).all(), cell
+            assert values["stored_entries"] >= 1 and values["work"] > 0
+            assert np.isfinite(values["speedup"]) and values["repeats"] == 1
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_structured_models_give_the_same_approximation(method):
+    dense, structured = (build_model("bell", 30, seed=2, structured=s) for s in (False, True))
+    for setting in SETTINGS[method]:
+        a, b = approximate(dense, method, setting), approximate(structured, method, setting)
+        np.testing.assert_allclose(
+            toarray(a.hmm.transition), toarray(b.hmm.transition), rtol=0, atol=1e-14
+        )
+        np.testing.assert_allclose(a.row_error, b.row_error, atol=1e-14)
+        assert a.prior_error == pytest.approx(b.prior_error, abs=1e-14)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_a_bad_setting_is_a_one_line_error(method):
+    settings, message = BAD[method]
+    for setting in settings:
+        with pytest.raises(ValueError, match=rf"^{method}: {message}") as error:
+            check_setting(method, setting)
+        assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="unknown method 'topq'; allowed: topp, topk, topp_states"):
+        check_setting("topq", 0.5)

@@ -1,0 +1,192 @@
+"""The contract every matrix format passes: each operation equals the same on the dense matrix.
+
+A new format adds a factory to ``FORMATS`` (a random row-stochastic matrix in
+the format and its dense materialisation) and must pass every test here.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pipeline import operators
+from pipeline.inference import filtering
+from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, mixing_rate_part, sparsity
+from pipeline.models import HMM, build_model
+from pipeline.operators import SparsePlusRankOne
+
+from helpers import brute_force_gamma, random_stochastic, random_structured
+
+
+def _dense(seed, n, m):
+    T = random_stochastic(np.random.default_rng(seed), n, m, zeros=0.3)
+    return T, T
+
+
+def _csr(seed, n, m):
+    T = random_stochastic(np.random.default_rng(seed), n, m, zeros=0.6)
+    return sp.csr_array(T), T
+
+
+def _csr_long_rows(seed, n, m):
+    """Rows of ``m > 64`` entries: a step goes row by row rather than over all entries at once."""
+    T = random_stochastic(np.random.default_rng(seed), n, m, zeros=0.05)
+    return sp.csr_array(T), T
+
+
+def _structured(seed, n, m):
+    M = random_structured(seed, n, m, constant_v=True)
+    return M, M.toarray()
+
+
+def _structured_long_rows(seed, n, m):
+    M = random_structured(seed, n, m, constant_v=True, density=0.9)
+    return M, M.toarray()
+
+
+def _structured_free_v(seed, n, m):
+    M = random_structured(seed, n, m, constant_v=False)
+    return M, M.toarray()
+
+
+FORMATS = {
+    "dense": _dense,
+    "csr": _csr,
+    "csr-long-rows": _csr_long_rows,
+    "structured": _structured,
+    "structured-long-rows": _structured_long_rows,
+    "structured-free-v": _structured_free_v,
+}
+
+
+@pytest.fixture(params=sorted(FORMATS))
+def square(request):
+    """An 80 x 80 transition matrix in the format and as a dense array."""
+    return FORMATS[request.param](3, 80, 80)
+
+
+@pytest.fixture(params=sorted(FORMATS))
+def wide(request):
+    """An 80 x 9 emission-shaped matrix in the format and as a dense array."""
+    return FORMATS[request.param](4, 80, 9)
+
+
+def test_views_equal_the_dense_matrix(wide):
+    T, dense = wide
+    np.testing.assert_allclose(operators.toarray(T), dense, atol=1e-15)
+    np.testing.assert_allclose(operators.row_sums(T), dense.sum(axis=1), atol=1e-14)
+    np.testing.assert_allclose(operators.rows(T, 3, 11), dense[3:11], atol=1e-15)
+    np.testing.assert_allclose(operators.columns(T, np.array([0, 4, 8])), dense[:, [0, 4, 8]])
+    where = np.array([1, 5, 79]), np.array([2, 8, 0])
+    np.testing.assert_allclose(operators.entries_at(T, *where), dense[where], atol=1e-15)
+    assert operators.count_nonzero(T) == np.count_nonzero(dense)
+    assert sparsity(T) == pytest.approx(1 - np.count_nonzero(dense) / dense.size)
+
+
+def test_stored_entries_and_work(wide):
+    T, dense = wide
+    n, m = dense.shape
+    if isinstance(T, np.ndarray):
+        expected = n * m
+    elif isinstance(T, sp.csr_array):
+        expected = np.count_nonzero(dense)
+    else:
+        expected = T.sparse.nnz + n + m
+    assert operators.stored_entries(T) == expected
+    support = np.zeros(n, dtype=bool)
+    fixed = operators.step_work(T, support)
+    support[[2, 7]] = True
+    read = operators.step_work(T, support) - fixed
+    # Two states' rows cost at most two dense rows; every state at most a dense step and the
+    # factors of a rank-one part.
+    assert 0 < read <= 2 * m
+    everything = operators.step_work(T, np.ones(n, dtype=bool))
+    assert operators.step_work(T, support) < everything <= n * m + n + m
+
+
+@pytest.mark.parametrize("prune", [1.0, 0.8])
+def test_filtering_equals_dense(square, wide, prune):
+    """One sequence and a batch, with observations, with and without belief pruning."""
+    (T, dense_T), (E, dense_E) = square, wide
+    prior = np.random.default_rng(5).dirichlet(np.ones(80))
+    formatted, plain = HMM(prior, T, E), HMM(prior, dense_T, dense_E)
+    observations = np.random.default_rng(6).integers(-1, 9, size=(4, 16))
+    for batch in (observations, observations[1]):
+        a = filtering(formatted, batch, prune=prune)
+        b = filtering(plain, batch, prune=prune)
+        np.testing.assert_allclose(a.beliefs, b.beliefs, atol=1e-12)
+        np.testing.assert_allclose(a.log_evidence, b.log_evidence, rtol=1e-10)
+        np.testing.assert_allclose(a.pruned, b.pruned, atol=1e-12)
+    single = filtering(formatted, observations[2], prune=prune)
+    np.testing.assert_allclose(
+        single.beliefs, filtering(formatted, observations, prune=prune).beliefs[2], atol=1e-13
+    )
+
+
+def test_gamma_and_doeblin_equal_dense(square):
+    T, dense = square
+    expected = brute_force_gamma(dense)
+    assert minimal_mixing_rate(T) == pytest.approx(expected, abs=1e-12)
+    assert min(mixing_rate_part(T, k, 3) for k in range(3)) == pytest.approx(expected, abs=1e-12)
+    assert doeblin_lower_bound(T) == pytest.approx(dense.min(axis=0).sum(), abs=1e-12)
+
+
+def test_bad_entries_are_named(wide):
+    T, dense = wide
+    broken = dense.copy()
+    column = int(np.flatnonzero(broken[3])[0])
+    broken[3, column] = -0.25
+    if isinstance(T, np.ndarray):
+        bad = broken
+    elif isinstance(T, sp.csr_array):
+        bad = sp.csr_array(broken)
+    else:
+        bad = SparsePlusRankOne(T.sparse, T.u, T.v)
+        bad.sparse.data[bad.sparse.indptr[3]] = -1.0
+        column = int(bad.sparse.indices[bad.sparse.indptr[3]])
+    with pytest.raises(ValueError, match=rf"^E\[3, {column}\] = -"):
+        operators.check_entries(bad, "E")
+
+
+def test_structured_factors_must_be_non_negative():
+    M = random_structured(1, 6, 6)
+    with pytest.raises(ValueError, match=r"transition\.u\[0\] = -"):
+        HMM(np.ones(6) / 6, SparsePlusRankOne(M.sparse, -M.u, M.v), np.eye(6))
+    with pytest.raises(ValueError, match="transition row 0 sums to"):
+        HMM(np.ones(6) / 6, SparsePlusRankOne(M.sparse * 0.5, M.u, M.v), np.eye(6))
+    with pytest.raises(ValueError, match="do not fit"):
+        SparsePlusRankOne(M.sparse, M.u[:3], M.v)
+
+
+def test_structured_zeros_count_as_zeros():
+    zeros = SparsePlusRankOne(
+        sp.csr_array(np.diag([0.5, 0.0, 1.0])), np.array([0.5, 1.0, 0.0]), np.array([1.0, 0.0, 0.0])
+    )
+    assert operators.count_nonzero(zeros) == np.count_nonzero(zeros.toarray()) == 3
+
+
+def test_peaks_of_a_structured_matrix():
+    M = random_structured(7, 12, 15, constant_v=True)
+    dense = M.toarray()
+    found = operators.peaks(M)
+    background = M.u * M.v[0]
+    above = dense > background[:, None]
+    np.testing.assert_allclose(found.background, background)
+    np.testing.assert_array_equal(found.count, above.sum(axis=1))
+    np.testing.assert_allclose(found.mass, np.where(above, dense, 0).sum(axis=1), atol=1e-15)
+    assert operators.peaks(random_structured(7, 12, 15, constant_v=False)) is None
+    assert operators.peaks(dense) is None
+
+
+@pytest.mark.parametrize("family, params", [("bell", {}), ("peaked", {"support": 5}), ("lm", None)])
+def test_structured_families_equal_their_dense_form(family, params, tmp_path):
+    if params is None:
+        corpus = tmp_path / "c.txt"
+        corpus.write_text(
+            " ".join(f"w{chr(97 + i % 17)} w{chr(97 + i * 5 % 13)}" for i in range(400))
+        )
+        params = {"corpus": str(corpus)}
+    dense = build_model(family, 16, seed=3, **params)
+    structured = build_model(family, 16, seed=3, structured=True, **params)
+    assert isinstance(structured.transition, SparsePlusRankOne)
+    np.testing.assert_allclose(structured.transition.toarray(), dense.transition, atol=1e-15)
+    np.testing.assert_array_equal(structured.prior, dense.prior)

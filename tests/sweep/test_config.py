@@ -1,0 +1,194 @@
+"""Every invalid configuration: a one-line error naming the key, before any work starts.
+
+Most cases run the sweep's own checks in this process (``replaceable``,
+``_check_overrides`` and ``validate``, in the order ``main`` runs them); a few
+run the command end to end to show what the user sees.
+"""
+
+import pytest
+
+from pipeline.sweep.config import ConfigError, load_clusters, register, validate
+from pipeline.sweep.main import _check_overrides, replaceable
+
+from helpers import TINY, composed, sweep
+
+BAD = {
+    "p_above_1": (["grid.p=[0.5,1.5]"], "grid.p: p must be in (0, 1], got 1.5"),
+    "p_zero": (["grid.p=[0]"], "grid.p: p must be in (0, 1], got 0"),
+    "p_and_methods": (
+        ["grid.p=[0.5]", "grid.methods={topk:[3]}"],
+        "grid.p: is shorthand for grid.methods={topp: [...]}; set one of",
+    ),
+    "unknown_method": (
+        ["grid.methods={topq:[0.5]}"],
+        "grid.methods: unknown method 'topq'; allowed: topp, topk, topp_states",
+    ),
+    "k_not_integer": (
+        ["grid.methods={topk:[2.5]}"],
+        "grid.methods.topk: k must be an integer >= 1, got 2.5",
+    ),
+    "no_settings": (["grid.methods={topk:[]}"], "grid.methods.topk: must not be empty"),
+    "settings_not_a_list": (
+        ["grid.methods={topk:5}"],
+        "grid.methods.topk: 5 is not allowed; allowed: a list of settings",
+    ),
+    "methods_not_a_mapping": (
+        ["grid.methods=[0.5]"],
+        "grid.methods: [0.5] is not allowed; allowed: a mapping method -> list of settings",
+    ),
+    "n_states_1": (["grid.n_states=[1,20]"], "grid.n_states: n_states must be an integer >= 2"),
+    "bell_too_small": (["grid.n_states=[5]"], "grid.n_states: the bell family needs"),
+    "horizon_0": (["grid.horizon=0"], "grid.horizon: 0 is not allowed; allowed: integers >= 1"),
+    "horizon_text": (["grid.horizon=abc"], "grid.horizon: Value 'abc' of type 'str'"),
+    "no_families": (["grid.families=[]"], "grid.families: must not be empty"),
+    "unknown_family": (
+        ["grid.families=[bell,foo]"],
+        "grid.families: unknown family 'foo'; allowed: weather, uniform, bell, lm",
+    ),
+    "unknown_parameter": (
+        ["model.bell.width=3"],
+        "model.bell.width: Key 'width' not in 'BellParameters'; allowed: structured",
+    ),
+    "unknown_key": (
+        ["grid.size=3"],
+        "grid.size: Key 'size' not in 'GridConfig'; allowed: families, n_states, methods",
+    ),
+    "no_seeds": (["grid.seeds=[]"], "grid.seeds: must not be empty"),
+    "negative_seed": (["grid.seeds=[-1]"], "grid.seeds: -1 is negative"),
+    "unknown_mode": (["grid.modes=[smooth]"], "grid.modes: unknown mode 'smooth'"),
+    "observe_every_0": (["grid.observe_every=0"], "grid.observe_every: 0 is not allowed"),
+    "unknown_cluster": (
+        ["cluster=nowhere"],
+        "cluster=nowhere: no such cluster; allowed: address, local, pbs, slurm, ssh",
+    ),
+    "unknown_experiment": (
+        ["experiment=huge"],
+        "experiment=huge: no such experiment; allowed: default, methods, paper, scale, smoke",
+    ),
+    "alpha_zero": (
+        ["model.dirichlet.alpha=0"],
+        "model.dirichlet: the dirichlet family needs alpha > 0",
+    ),
+    "missing_corpus": (
+        ["grid.families=[lm]", "model.lm.corpus=/no/such/corpus.txt"],
+        "model.lm: corpus '/no/such/corpus.txt' does not exist",
+    ),
+    "repeats_0": (["timing.repeats=0"], "timing.repeats: 0 is not allowed"),
+    "exact_max_1": (["exact_max_states=1"], "exact_max_states: 1 is not allowed"),
+    "workers_0": (["cluster.n_workers=0"], "cluster.n_workers: 0 is not allowed"),
+    "weather_size": (
+        ["grid.families=[weather]", "grid.n_states=[7]"],
+        "grid.n_states: the weather family has exactly 6 states",
+    ),
+    "bad_mapping": (["grid.n_states={bell:[20]}"], "grid.n_states: family 'uniform' is missing"),
+    "parse_error": (["grid.p=[0.5,"], "cannot parse the override 'grid.p=[0.5,': no viable"),
+}
+
+
+def first_error(*overrides: str) -> str | None:
+    """The message ``python -m pipeline.sweep experiment=smoke <overrides>`` stops with."""
+    try:
+        register()
+        arguments = replaceable(["experiment=smoke", *overrides])
+        problem = _check_overrides(arguments)
+        if problem:
+            return problem
+        validate(composed(*overrides))
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_configuration(case):
+    overrides, expected = BAD[case]
+    message = first_error(*overrides)
+    assert message is not None and "\n" not in message
+    assert expected in message, message
+
+
+def test_good_configurations_pass():
+    assert first_error() is None
+    assert first_error("grid.methods={topp:[0.9],topk:[1,20],topp_states:[0.999]}") is None
+    assert first_error("grid.p=[0.8]") is None
+
+
+def test_grid_p_is_shorthand_for_top_p_alone():
+    cfg = composed("experiment=methods", "grid.p=[0.8,0.9]")
+    assert cfg.grid.methods is None and list(cfg.grid.p) == [0.8, 0.9]
+    replaced = composed("grid.methods={topk:[3]}")
+    assert dict(replaced.grid.methods) == {"topk": [3]}  # replaces, never merges
+
+
+def assert_one_line_error(result, expected: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
+    assert "Traceback" not in result.stderr and "Dask dashboard" not in result.stderr
+
+
+@pytest.mark.parametrize("case", ["k_not_integer", "unknown_key", "p_and_methods"])
+def test_bad_configuration_end_to_end(case, tmp_path):
+    overrides, expected = BAD[case]
+    result = sweep(*TINY, *overrides, cwd=tmp_path, timeout=120)
+    assert_one_line_error(result, expected)
+    assert not (tmp_path / "outputs" / "smoke" / "results.zarr").exists()
+
+
+def test_unwritable_store(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    result = sweep(*TINY, f"store={blocker}/results.zarr", cwd=tmp_path)
+    assert_one_line_error(result, f"store: cannot create {blocker}/results.zarr")
+
+
+def test_unreachable_scheduler(tmp_path):
+    result = sweep(
+        "experiment=smoke",
+        "cluster=address",
+        "cluster.address=tcp://127.0.0.1:9",
+        "cluster.timeout=1",
+        cwd=tmp_path,
+    )
+    assert_one_line_error(
+        result, "cluster.address: no Dask scheduler answered at tcp://127.0.0.1:9 within 1 s"
+    )
+    assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").rglob("*.zarr"))
+
+
+def test_store_of_another_grid(tmp_path):
+    first = sweep(*TINY, "grid.horizon=3", "grid.families=[bell]", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    result = sweep(*TINY, "grid.horizon=4", "grid.families=[bell]", cwd=tmp_path)
+    assert_one_line_error(
+        result,
+        "holds a different sweep: horizon is 3 in the store but 4 "
+        "in this run; choose another store= or pass overwrite=true",
+    )
+    replaced = sweep(
+        *TINY, "grid.horizon=4", "grid.families=[bell]", "overwrite=true", cwd=tmp_path
+    )
+    assert replaced.returncode == 0, replaced.stderr
+
+
+def test_cluster_file_errors(tmp_path):
+    (tmp_path / "dask_cluster.yaml").write_text("mine:\n  kind: local\n  workers: 3\n")
+    with pytest.raises(
+        ConfigError,
+        match=r"mine.workers: unknown key for a local cluster; "
+        r"allowed: kind, n_workers",
+    ):
+        load_clusters(tmp_path / "dask_cluster.yaml")
+    (tmp_path / "dask_cluster.yaml").write_text("mine:\n  kind: cloud\n")
+    with pytest.raises(ConfigError, match="unknown kind 'cloud'"):
+        load_clusters(tmp_path / "dask_cluster.yaml")
+    result = sweep(*TINY, cwd=tmp_path)
+    assert_one_line_error(result, "unknown kind 'cloud'")
+
+
+def test_missing_optional_dependency(tmp_path):
+    result = sweep("experiment=smoke", "cluster=slurm", cwd=tmp_path)
+    assert_one_line_error(
+        result, "cluster: cluster=slurm needs dask_jobqueue: pip install 'topp-pipeline[jobqueue]'"
+    )

@@ -1,0 +1,108 @@
+"""Dead workers and killed sweeps lose no finished result."""
+
+import re
+import signal
+
+import numpy as np
+import xarray as xr
+from distributed import Client
+
+from helpers import (
+    TINY,
+    dask_process,
+    done_count,
+    kill_group,
+    scheduler_address,
+    start_sweep,
+    sweep,
+    wait_for,
+)
+
+SLOW = ["timing.min_seconds=0.25", "grid.families=[bell,uniform]"]
+"""Two families, every cell timing runs for at least 0.25 s: long enough to interrupt."""
+TOTAL = 64
+
+
+def test_a_worker_killed_mid_sweep_on_a_real_scheduler(tmp_path):
+    scheduler = dask_process(
+        "scheduler",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--no-dashboard",
+        "--scheduler-file",
+        "scheduler.json",
+        cwd=tmp_path,
+    )
+    workers = []
+    try:
+        address = scheduler_address(tmp_path / "scheduler.json")
+        workers = [
+            dask_process(
+                "worker",
+                address,
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--no-dashboard",
+                "--name",
+                f"w{i}",
+                cwd=tmp_path,
+            )
+            for i in range(2)
+        ]
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(2, timeout=60)
+        store = tmp_path / "r.zarr"
+        run = start_sweep(
+            "experiment=smoke",
+            "cluster=address",
+            f"cluster.address={address}",
+            f"store={store}",
+            *SLOW,
+            cwd=tmp_path,
+        )
+        wait_for(lambda: done_count(store) >= 4, 120, "the first finished cells")
+        workers[0].send_signal(signal.SIGKILL)
+        workers[0].wait(timeout=30)
+        _, err = run.communicate(timeout=240)
+        assert run.returncode == 0, err
+        ds = xr.open_zarr(store)
+        assert int(ds.done.sum()) == TOTAL and not bool(ds.failed.any())
+        with Client(address, timeout=30) as client:
+            assert len(client.scheduler_info()["workers"]) == 1
+    finally:
+        for process in [*workers, scheduler]:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=30)
+
+
+def test_a_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
+    whole = sweep(*TINY, "grid.families=[bell,uniform]", "store=whole.zarr", cwd=tmp_path)
+    assert whole.returncode == 0, whole.stderr
+
+    run = start_sweep(*TINY, *SLOW, "store=resumed.zarr", cwd=tmp_path)
+    store = tmp_path / "resumed.zarr"
+    wait_for(lambda: done_count(store) >= 6, 120, "the first finished cells")
+    kill_group(run)
+    survived = done_count(store)
+    assert 6 <= survived < TOTAL and run.poll() is not None
+
+    again = sweep(*TINY, *SLOW, "store=resumed.zarr", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    computed, already = map(
+        int, re.search(r"(\d+) cells to compute, (\d+) already done", again.stderr).groups()
+    )
+    assert already == survived and computed == TOTAL - survived
+
+    expected = xr.open_zarr(tmp_path / "whole.zarr").load()
+    resumed = xr.open_zarr(store).load()
+    timing = {name for name in expected.data_vars if name.startswith("runtime_")}
+    timing |= {"speedup", "repeats", "build_time_model", "build_time_approx", "gamma_time"}
+    assert set(resumed.data_vars) == set(expected.data_vars)
+    for name in sorted(set(expected.data_vars) - timing):
+        np.testing.assert_array_equal(resumed[name].values, expected[name].values, err_msg=name)
+    for name in timing:
+        assert bool(np.isfinite(resumed[name].where(resumed.in_grid, 0)).all()), name

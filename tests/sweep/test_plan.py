@@ -1,0 +1,93 @@
+"""The plan and its tasks, run in this process (the cluster runs are in test_sweep)."""
+
+import dask
+import numpy as np
+import pytest
+
+from pipeline.inference import filtering
+from pipeline.methods import approximate
+from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_variation
+from pipeline.sweep import plan, tasks
+from pipeline.sweep.grid import Cell
+
+SPEC = tasks.ModelSpec("dirichlet", 60, 3, {"alpha": 0.2, "n_observations": None})
+TIMING = tasks.Timing(repeats=2, min_seconds=0.0, max_repeats=5, threads=1)
+SETTINGS = plan.Settings(
+    horizon=8,
+    observe_every=2,
+    timing=TIMING,
+    gamma_exact_max_states=10**6,
+    exact_max_states=None,
+    token="t",
+)
+CELLS = [
+    Cell("dirichlet", 60, method, setting, 3, mode)
+    for method, setting in (("topp", 0.8), ("topk", 4.0), ("topp_states", 0.9))
+    for mode in ("predict", "filter")
+]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tasks.build(SPEC)
+
+
+def test_gamma_from_parts_equals_one_search(model):
+    whole = tasks.mixing(model, exact=True)
+    parts = [tasks.mixing_part(model, part=k, parts=3) for k in range(3)]
+    combined = tasks.mixing(model, *parts, exact=True)
+    assert combined.gamma == whole.gamma == minimal_mixing_rate(model.hmm.transition)
+    assert combined.exact and combined.doeblin <= combined.gamma
+
+
+def test_doeblin_stands_in_when_gamma_is_too_costly(model):
+    fallback = tasks.mixing(model, exact=False)
+    assert fallback.gamma == fallback.doeblin == doeblin_lower_bound(model.hmm.transition)
+    assert not fallback.exact
+
+
+def test_the_plan_shares_work_and_names_it(model):
+    graph = dict(dask.delayed(list(plan.model_plan(SPEC, CELLS, SETTINGS).values())).dask)
+    names = [str(key).split("-")[0] for key in graph]
+    parts = [key for key in graph if str(key).startswith("gamma-part")]
+    assert names.count("model") == 1 and names.count("gamma") == 1 + len(parts)
+    assert len(parts) == plan.gamma_parts(SPEC.n_states)
+    assert names.count("exact") == 2 and names.count("approximate") == 3
+    assert names.count("cell") == len(CELLS)
+    assert all(str(key).endswith("-t") for key in graph if not str(key).startswith("list"))
+
+
+def test_the_plan_in_process_gives_each_cell_its_own_result(model):
+    """Each result must be its cell's: recompute TV from the library for every cell."""
+    results = plan.run_model(SPEC, CELLS, SETTINGS)
+    for cell, result in zip(CELLS, results, strict=True):
+        values = result.values()
+        assert values["repeats"] == 2
+        observed = tasks.observations(model.hmm, mode=cell.mode, horizon=8, observe_every=2, seed=3)
+        approximation = approximate(model.hmm, cell.method, cell.setting)
+        exact = filtering(model.hmm, observed).beliefs
+        approximate_run = filtering(approximation.hmm, observed, prune=approximation.prune)
+        np.testing.assert_array_equal(
+            values["tv"], total_variation(exact, approximate_run.beliefs), err_msg=str(cell)
+        )
+        if cell.mode == "filter":
+            assert np.isnan(values["certificate"]).all()
+        else:
+            assert (values["tv"] <= values["certificate"] + 1e-12).all()
+
+
+def test_without_an_exact_reference_only_the_approximation_is_timed(model):
+    skipped = tasks.reference(model, mode="filter", horizon=8, observe_every=2, seed=0, run=False)
+    ran = tasks.reference(model, mode="filter", horizon=8, observe_every=2, seed=0, run=True)
+    assert skipped.beliefs is None and np.isnan(skipped.log_evidence)
+    np.testing.assert_array_equal(skipped.observations, ran.observations)
+    built = tasks.build_approximation(model, method="topp", setting=0.8)
+    predicted = tasks.reference(
+        model, mode="predict", horizon=8, observe_every=2, seed=0, run=False
+    )
+    mixed = tasks.mixing(model, exact=True)
+    values = tasks.run_cell(model, built, predicted, mixed, mode="predict", timing=TIMING).values()
+    for name in ("tv", "runtime_exact", "runtime_exact_min"):
+        assert np.isnan(values[name]).all(), name
+    assert np.isnan(values["speedup"]) and values["repeats"] == 2
+    assert np.isfinite(values["runtime_approx"]).all() and np.isfinite(values["certificate"]).all()

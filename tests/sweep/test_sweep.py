@@ -1,0 +1,177 @@
+"""The sweep end to end: a real LocalCluster with worker processes, read back with plain xarray."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from pipeline.inference import predict
+from pipeline.methods.topk import topk_hmm
+from pipeline.methods.topp import topp_hmm
+from pipeline.metrics import minimal_mixing_rate, sparsity, total_variation
+from pipeline.models import build_model
+from pipeline.sweep.tasks import observations
+
+from helpers import TINY, sweep
+
+
+def test_store_layout(smoke):
+    path, result = smoke
+    ds = xr.open_zarr(path)
+    assert dict(ds.sizes) == {
+        "family": 3,
+        "n_states": 2,
+        "method": 3,
+        "setting": 3,
+        "seed": 2,
+        "mode": 2,
+        "t": 11,
+    }
+    assert ds.method.values.tolist() == ["topp", "topk", "topp_states"]
+    assert ds.setting.values.tolist() == [0.5, 0.9, 3.0]
+    assert int(ds.in_grid.sum()) == 3 * 2 * 4
+    assert ds.family.values.tolist() == ["bell", "uniform", "dirichlet"]
+    assert bool(ds.done.where(ds.in_grid, True).all()) and not bool(ds.failed.any())
+    assert int(ds.done.sum()) == 96
+    for name, variable in ds.data_vars.items():
+        assert variable.attrs.get("units") and variable.attrs.get("long_name"), name
+    for key in (
+        "config",
+        "versions",
+        "git_commit",
+        "host",
+        "cpu",
+        "blas",
+        "start_time",
+        "end_time",
+        "worker_blas_threads",
+    ):
+        assert ds.attrs[key], key
+    assert "family  n_states       method  setting  speedup predict" in result.stdout
+    assert "96/96 cells" in result.stderr
+
+
+def test_values_match_the_library(smoke):
+    """Recompute a few cells in-process: every coordinate must label its own result."""
+    ds = xr.open_zarr(smoke[0]).load()
+    for family, n, method, setting, seed in [
+        ("bell", 40, "topp", 0.9, 1),
+        ("dirichlet", 20, "topp", 0.5, 0),
+        ("uniform", 40, "topk", 3.0, 1),
+        ("dirichlet", 40, "topp_states", 0.9, 1),
+    ]:
+        hmm = build_model(family, n, seed=seed)
+        if method == "topp_states":
+            exact, approximate = predict(hmm, 10), predict(hmm, 10, prune=setting)
+            T = hmm.transition
+        else:
+            top = (topp_hmm if method == "topp" else topk_hmm)(hmm, setting)
+            exact, approximate, T = predict(hmm, 10), predict(top, 10), top.transition
+        cell = ds.sel({"family": family, "n_states": n, "method": method, "setting": setting})
+        cell = cell.sel(seed=seed)
+        tv = total_variation(exact, approximate)
+        np.testing.assert_allclose(cell.tv.sel(mode="predict"), tv, rtol=0, atol=1e-12)
+        assert float(cell.gamma) == pytest.approx(minimal_mixing_rate(hmm.transition))
+        assert float(cell.sparsity) == sparsity(T)
+        observed = observations(hmm, mode="filter", horizon=10, observe_every=2, seed=seed)
+        assert (observed[1::2] == -1).all() and (observed[::2] >= 0).all()
+
+
+def test_metrics_are_consistent(smoke):
+    raw = xr.open_zarr(smoke[0]).load()
+    assert bool((raw.doeblin <= raw.gamma + 1e-12).all())
+    ds = raw.drop_vars("error").where(raw.in_grid)
+    predicted = ds.sel(mode="predict")
+    held = (predicted.tv <= predicted.bound + 1e-9) | predicted.tv.isnull()
+    assert bool(held.all())
+    assert bool((predicted.tv <= predicted.certificate + 1e-9).sum() == predicted.done.sum() * 11)
+    done = ds.done == 1
+    assert bool((ds.runtime_exact.diff("t") >= 0).where(done, True).all())
+    assert bool((ds.runtime_approx_min <= ds.runtime_approx + 1e-12).where(done, True).all())
+    assert bool((ds.speedup > 0).where(done, True).all())
+    assert bool(ds.log_evidence.sel(mode="predict").isnull().all())
+    assert bool(np.isfinite(ds.log_evidence.sel(mode="filter")).where(done, True).all())
+
+
+def test_rerun_computes_nothing(smoke, tmp_path):
+    path, _ = smoke
+    again = sweep(*TINY, f"store={path}", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "0 cells to compute, 96 already done" in again.stderr
+    assert xr.open_zarr(path).attrs["runs"] == 2
+
+
+def test_failing_cells_are_recorded_and_the_sweep_goes_on(tmp_path):
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text("one two three four five six seven eight nine ten " * 3)
+    result = sweep(
+        *TINY,
+        "grid.families=[bell,lm]",
+        "grid.n_states={bell:[20],lm:[40]}",
+        f"model.lm.corpus={corpus}",
+        "retries=1",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    assert "16 cells failed" in result.stderr
+    ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr")
+    lm = ds.sel(family="lm", n_states=40)
+    assert int(lm.failed.sum()) == 16 and int(lm.done.sum()) == 0
+    messages = {str(m) for m in lm.error.values.flat if str(m)}
+    assert len(messages) == 1 and "word types; n_states=40 needs at least 39" in messages.pop()
+    assert int(ds.sel(family="bell", n_states=20).done.sum()) == 16
+    sizes = ds.in_grid.any(("method", "setting"))
+    assert sizes.values.tolist() == [[True, False], [False, True]]
+
+
+def test_hydra_multirun_gives_each_job_its_own_store(tmp_path):
+    result = sweep("-m", *TINY, "grid.families=[bell]", "grid.horizon=3,4", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    stores = sorted((tmp_path / "outputs" / "multirun").glob("*/*/results.zarr"))
+    assert [xr.open_zarr(s).sizes["t"] for s in stores] == [4, 5]
+
+
+def test_fine_grained_graph_equals_fused_tasks(smoke, tmp_path):
+    """Small models run fused by default; one task per piece of work must give the same."""
+    result = sweep(*TINY, "fuse_states=0", "store=fine.zarr", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    fused, fine = xr.open_zarr(smoke[0]).load(), xr.open_zarr(tmp_path / "fine.zarr").load()
+    timing = {n for n in fused.data_vars if n.startswith(("runtime_", "build_time", "gamma_time"))}
+    for name in sorted(set(fused.data_vars) - timing - {"speedup", "repeats"}):
+        np.testing.assert_array_equal(fine[name].values, fused[name].values, err_msg=name)
+
+
+def test_structured_models_gamma_parts_doeblin_and_certificate(tmp_path):
+    result = sweep(
+        *TINY,
+        "grid.families=[bell,peaked]",
+        "grid.n_states=[4000,6000]",
+        "grid.seeds=[0]",
+        "model.bell.structured=true",
+        "model.peaked.structured=true",
+        "gamma_exact_max_states=5000",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr").load()
+    assert ds.gamma_exact.sel(n_states=4000).all() and not ds.gamma_exact.sel(n_states=6000).any()
+    np.testing.assert_array_equal(ds.gamma.sel(n_states=6000), ds.doeblin.sel(n_states=6000))
+    exact = minimal_mixing_rate(build_model("peaked", 4000, seed=0, structured=True).transition)
+    assert float(ds.gamma.sel(family="peaked", n_states=4000, seed=0)) == pytest.approx(exact)
+    assert int(ds.done.sum()) == int(ds.in_grid.sum()) * 2
+    predicted, filtered = ds.sel(mode="predict"), ds.sel(mode="filter")
+    outside = ~ds.in_grid
+    assert bool(((predicted.tv <= predicted.certificate + 1e-9) | outside).all())
+    assert bool(((predicted.certificate <= predicted.bound + 1e-9) | outside).all())
+    assert bool(filtered.certificate.isnull().all())
+
+
+def test_sizes_beyond_exact_max_states_rely_on_the_certificate(tmp_path):
+    result = sweep(*TINY, "grid.families=[dirichlet]", "exact_max_states=30", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr").load()
+    small, large = ds.sel(n_states=20), ds.sel(n_states=40)
+    assert bool(np.isfinite(small.tv.where(small.in_grid, 0)).all())
+    assert bool(large.tv.isnull().all()) and bool(large.speedup.isnull().all())
+    assert int(large.done.sum()) == int(large.in_grid.sum()) * 4
+    assert bool(np.isfinite(large.certificate.sel(mode="predict").where(large.in_grid, 0)).all())
+    assert bool(np.isfinite(large.runtime_approx.where(large.in_grid, 0)).all())
