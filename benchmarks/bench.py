@@ -11,6 +11,8 @@ repeats, medians, ratios. Machines are shared and noisy; trust the ratios.
    (exact dense) and large structured ones (exact as peaks plus a flat
    background), with bytes per second against this machine's read bandwidth;
    the methods side by side (top-p, top-k, belief pruning: build, step, TV);
+   the public API's per-call cost and ratios, one thread each and at the default
+   threads; our CSR step against scipy.sparse's products (vector and batch);
    and a batch of 64 distributions as one block product vs a loop over them;
 2. our dense filtering vs hmmlearn's forward pass on the same HMM;
 3. gamma of the 7620-state LM HMM and the top-p build of its transitions;
@@ -213,6 +215,98 @@ def methods() -> None:
             )
 
 
+def _best(function, repeats: int) -> float:
+    """The least time of ``repeats`` calls, in seconds (what a call costs, noise aside)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def public_api() -> None:
+    print(
+        "\n1d. Through the public API: predict(hmm, horizon) as a user calls it, best of 30; "
+        "per-call cost, and top-0.9 against exact over 50 steps"
+    )
+    bell = build_model("bell", 800)
+    models = {
+        "dense": bell,
+        "CSR (top-0.9)": topp_hmm(bell, 0.9),
+        "structured": build_model("bell", 800, structured=True),
+    }
+    with threadpool_limits(1, user_api="blas"):
+        for name, hmm in models.items():
+            predict(hmm, 1)
+            empty = _best(lambda hmm=hmm: predict(hmm, 0), 300)
+            one = _best(lambda hmm=hmm: predict(hmm, 1), 300)
+            print(
+                f"   bell n=800 {name:<14} a call of 0 steps {empty * 1e6:6.1f} us, "
+                f"of 1 step {one * 1e6:6.1f} us"
+            )
+        overhead = _best(lambda: predict(models["CSR (top-0.9)"], 1), 300)
+    target(
+        "per-call cost, one step of top-0.9 Bell 800 <= 10 us",
+        f"{overhead * 1e6:.1f} us",
+        overhead <= 10e-6,
+    )
+    cases = [("bell", 800, {}), ("bell", 20000, {}), ("lm", 7620, {"alpha": 0})]
+    for threads, label in ((1, "one thread each"), (None, "default threads")):
+        for family, n, params in cases:
+            hmm = build_model(family, n, **params)
+            top = topp_hmm(hmm, 0.9)
+            with threadpool_limits(threads, user_api="blas"):
+                exact = _best(lambda hmm=hmm: predict(hmm, 50), 30 if n <= 800 else 5)
+                sparse = _best(lambda top=top: predict(top, 50), 30)
+            name = f"{family} n={n}" + "".join(f" {k}={v}" for k, v in params.items())
+            print(
+                f"   {label:<16} {name:<22} exact {exact * 1e3:9.2f} ms   top-0.9 "
+                f"{sparse * 1e3:8.3f} ms   {exact / sparse:8.1f}x"
+            )
+            if (family, n, threads) == ("bell", 800, 1):
+                target(
+                    "Bell 800 top-0.9 through the API >= 18x exact, one thread each",
+                    f"{exact / sparse:.1f}x",
+                    exact / sparse >= 18,
+                )
+
+
+def against_scipy() -> None:
+    print(
+        "\n1e. Our CSR step against scipy.sparse (csr_array): one step of a vector "
+        "(belief @ T) and of a batch of B (T.T @ block), one thread, median of 15"
+    )
+    cases = [
+        ("bell", 800, 0.9, {}),
+        ("bell", 20000, 0.9, {}),
+        ("lm", 7620, 0.9, {"alpha": 0, "structured": True}),
+        ("lm", 7620, 0.5, {"structured": True}),
+        ("lm", 7620, 0.9, {"structured": True}),
+    ]
+    rng = np.random.default_rng(0)
+    with threadpool_limits(1, user_api="blas"):
+        for family, n, p, params in cases:
+            top = topp_hmm(build_model(family, n, **params), p)
+            T = top.transition
+            name = f"{family} n={n} p={p:g}" + "".join(
+                f" {k}={v}" for k, v in params.items() if k != "structured"
+            )
+            belief = rng.dirichlet(np.ones(n))
+            ours = float(np.median(per_step(top, 15)))
+            theirs = median_time(lambda belief=belief, T=T: belief @ T, 15)
+            row = f"   {name:<26} {T.nnz / n:8.0f}/row  vector ours {ours * 1e6:9.1f} us"
+            row += f" scipy {theirs * 1e6:9.1f} us ({theirs / ours:4.2f}x)"
+            for size in (16, 64):
+                initial = rng.dirichlet(np.ones(n), size=size)
+                block = np.ascontiguousarray(initial.T)
+                run = filtering(top, np.full((size, 6), -1), initial=initial)
+                ours_block = float(np.median(np.diff(run.elapsed)))
+                theirs_block = median_time(lambda block=block, T=T: T.T @ block, 7)
+                row += f" | B={size} {theirs_block / ours_block:4.2f}x"
+            print(row)
+
+
 def _one_by_one(model, initial) -> None:
     for distribution in initial:
         predict(model, 50, initial=distribution)
@@ -297,6 +391,8 @@ def main() -> None:
         bandwidth = read_bandwidth()
         prediction(bandwidth)
         methods()
+        public_api()
+        against_scipy()
         batches()
         against_hmmlearn()
         lm_costs()

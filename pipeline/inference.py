@@ -28,7 +28,7 @@ import numpy as np
 from pipeline.kernels import forward
 from pipeline.methods.select import mass_target
 from pipeline.models.hmm import HMM, validate_rows
-from pipeline.operators import columns, layout
+from pipeline.operators import columns
 
 
 class FilterResult(NamedTuple):
@@ -77,7 +77,13 @@ def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0) -> np.ndarray:
     """
     if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 0:
         raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
-    return filtering(hmm, np.full(int(horizon) + 1, -1), initial=initial, prune=prune).beliefs
+    target = mass_target(prune, "prune")
+    initial = _validate_initial(hmm, initial)
+    rows = np.full(int(horizon) + 1, -1, dtype=np.int64)  # nothing observed: no likelihoods
+    nothing = np.empty((0, hmm.n_states))
+    if initial.ndim == 1:
+        return _forward(hmm, initial, nothing, rows, target).beliefs
+    return _forward_block(hmm, initial, nothing, rows, target).beliefs
 
 
 def filtering(hmm: HMM, observations, *, initial=None, prune=1.0) -> FilterResult:
@@ -118,7 +124,7 @@ def _forward(hmm: HMM, initial, likelihoods, rows, target: float) -> FilterResul
     elapsed, pruned = np.empty(steps), np.empty(steps)
     zero = np.zeros(steps, dtype=bool)
     log_evidence = forward.forward(
-        layout(hmm.transition), initial, likelihoods, rows, target, beliefs, elapsed, zero, pruned
+        hmm.transition_layout, initial, likelihoods, rows, target, beliefs, elapsed, zero, pruned
     )
     return FilterResult(beliefs, float(log_evidence), np.flatnonzero(zero), elapsed, pruned)
 
@@ -136,7 +142,7 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float) -> Filte
     pruned = np.zeros((size, steps))
     log_evidence = np.zeros(size)
     forward.forward_block(
-        layout(hmm.transition),
+        hmm.transition_layout,
         block,
         likelihoods,
         rows,
@@ -176,14 +182,14 @@ def _validate_observations(observations, n_observations: int) -> np.ndarray:
         )
     if observations.dtype.kind not in "iu":
         raise ValueError(f"observations must be integers, got dtype {observations.dtype}")
-    bad = (observations < -1) | (observations >= n_observations)
-    if bad.any():
+    if observations.min() < -1 or observations.max() >= n_observations:
+        bad = (observations < -1) | (observations >= n_observations)
         where = ", ".join(str(int(i)) for i in np.argwhere(bad)[0])
         raise ValueError(
             f"observations[{where}] = {observations[bad][0]}; allowed: -1 (none) or "
             f"0..{n_observations - 1}"
         )
-    return observations.astype(np.int64)
+    return np.asarray(observations, dtype=np.int64)
 
 
 def _likelihoods(emission, observations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -194,8 +200,9 @@ def _likelihoods(emission, observations: np.ndarray) -> tuple[np.ndarray, np.nda
     likelihoods : ndarray, shape (k, n_states)
     rows : ndarray of int, the shape of ``observations``, -1 where nothing was observed
     """
-    observed = np.unique(observations[observations >= 0])
-    rows = np.where(observations >= 0, np.searchsorted(observed, observations), -1)
-    if observed.size == 0:  # prediction: nothing to look up
-        return np.empty((0, emission.shape[0])), rows
+    seen = observations >= 0
+    if not seen.any():  # nothing to look up
+        return np.empty((0, emission.shape[0])), np.full(observations.shape, -1, np.int64)
+    observed = np.unique(observations[seen])
+    rows = np.where(seen, np.searchsorted(observed, observations), -1)
     return np.ascontiguousarray(columns(emission, observed).T), rows

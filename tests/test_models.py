@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipeline.models import HMM, build_model, dirichlet, family_parameters, lm
+from pipeline.models import HMM, build_model, dirichlet, family_parameters, lm, seeded
 from pipeline.models.corpus import read_documents, stdlib_documents, tokenize
 from pipeline.models.weather import STATES
+from pipeline.operators import toarray
 
 
 def small_hmm(**overrides):
@@ -163,6 +164,27 @@ class TestLM:
             build_model("lm", 9, corpus=str(corpus))
         with pytest.raises(FileNotFoundError, match=r"corpus '.*nowhere' does not exist"):
             build_model("lm", 3, corpus=str(tmp_path / "nowhere"))
+
+    def test_maximum_likelihood_bigrams_restart_at_a_document_start(self, tmp_path):
+        (tmp_path / "1.txt").write_text("a b c a b")
+        (tmp_path / "2.txt").write_text("b a d")
+        # Words a, b (3 each), c, d (1 each), <unk> (none). d only ends a document and
+        # <unk> never occurs: both rows are the document-start distribution, a or b.
+        start = [0.5, 0.5, 0, 0, 0]
+        expected = np.array(
+            [[0, 2 / 3, 0, 1 / 3, 0], [0.5, 0, 0.5, 0, 0], [1, 0, 0, 0, 0], start, start]
+        )
+        for structured in (False, True):
+            hmm = build_model("lm", 5, corpus=str(tmp_path), alpha=0, structured=structured)
+            np.testing.assert_allclose(toarray(hmm.transition), expected, atol=1e-15)
+            assert isinstance(hmm.transition, sp.csr_array) == structured
+        np.testing.assert_allclose(hmm.prior, [3 / 8, 3 / 8, 1 / 8, 1 / 8, 0])
+        smoothed = build_model("lm_smoothed", 5, corpus=str(tmp_path))
+        same = build_model("lm", 5, corpus=str(tmp_path), alpha=0.01)
+        np.testing.assert_array_equal(smoothed.transition, same.transition)
+        with pytest.raises(ValueError, match="alpha >= 0"):
+            build_model("lm", 5, corpus=str(tmp_path), alpha=-1)
+        assert not seeded("lm") and not seeded("uniform") and seeded("bell")
 
     def test_default_corpus_is_large_enough_for_the_paper(self):
         words = lm.vocabulary(stdlib_documents(), 7620)

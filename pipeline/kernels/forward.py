@@ -127,30 +127,23 @@ def _dense_step(T, belief, out):
 def _scatter_rows(indptr, indices, data, belief, out):
     """``out = belief @ S`` for CSR ``S``: scatter each non-zero state's row.
 
-    Column indices are read as unsigned so that numba skips its negative-index
-    wraparound on every access (a quarter of the step's time at 5 entries per
-    row), and four entries are loaded before they are added, since the compiler
-    cannot tell that ``out`` does not alias the matrix (15% on long rows).
+    Each row is read through slices of ``indices`` and ``data``, in a plain loop
+    with column indices read as unsigned (numba then skips its negative-index
+    wraparound). Measured against scipy's ``belief @ S`` (one thread, random
+    dense belief): 28 against 31 ms for the LM's top-0.9 rows (6,500 entries
+    each), 13 against 15 ms at top-0.5, 75 against 101 us for Bell's 5 per row;
+    the loop over ``indptr`` positions with four entries loaded at a time, used
+    before, took 36, 17 and 92.
     """
     out[:] = 0.0
     for i in range(belief.size):
         weight = belief[i]
         if weight == 0.0:
             continue
-        k, stop = indptr[i], indptr[i + 1]
-        while k + 4 <= stop:
-            j0, j1 = np.uintp(indices[k]), np.uintp(indices[k + 1])
-            j2, j3 = np.uintp(indices[k + 2]), np.uintp(indices[k + 3])
-            v0, v1 = weight * data[k], weight * data[k + 1]
-            v2, v3 = weight * data[k + 2], weight * data[k + 3]
-            out[j0] += v0
-            out[j1] += v1
-            out[j2] += v2
-            out[j3] += v3
-            k += 4
-        while k < stop:
-            out[np.uintp(indices[k])] += weight * data[k]
-            k += 1
+        columns = indices[indptr[i] : indptr[i + 1]]
+        values = data[indptr[i] : indptr[i + 1]]
+        for k in range(columns.size):
+            out[np.uintp(columns[k])] += weight * values[k]
 
 
 @numba.njit(**JIT)
@@ -182,15 +175,20 @@ def _add_rank_one(u, v, belief, out):
 
 @numba.njit(**JIT)
 def _csr_block(indptr, indices, data, block, out):
-    """``out = S^T @ block`` for CSR ``S`` and a state-major block (n, B)."""
+    """``out = S^T @ block`` for CSR ``S`` and a state-major block (n, B).
+
+    Indexed in two dimensions rather than through a row view per entry: 67
+    against 97 ms for the LM's top-0.5 rows and 16 members (scipy: 75 ms).
+    """
     out[:, :] = 0.0
     width = block.shape[1]
     for i in range(block.shape[0]):
-        weights = block[i]
-        for k in range(indptr[i], indptr[i + 1]):
-            target, value = out[np.uintp(indices[k])], data[k]
+        columns = indices[indptr[i] : indptr[i + 1]]
+        values = data[indptr[i] : indptr[i + 1]]
+        for k in range(columns.size):
+            j, value = np.uintp(columns[k]), values[k]
             for b in range(width):
-                target[b] += value * weights[b]
+                out[j, b] += value * block[i, b]
 
 
 @numba.njit(**JIT)

@@ -1,7 +1,8 @@
 """Model families (one module each) and the validated ``HMM`` container.
 
 Every family module has ``build(n_states, seed=0, **params) -> HMM`` and a
-cheap ``check(n_states, **params)`` that raises on values ``build`` rejects.
+cheap ``check(n_states, **params)`` that raises on values ``build`` rejects; a
+family whose model does not depend on the seed says so with ``SEEDED = False``.
 
 >>> from pipeline.models import build_model
 >>> build_model("weather", 6).n_states
@@ -13,7 +14,7 @@ from __future__ import annotations
 import inspect
 from types import ModuleType
 
-from pipeline.models import bell, dirichlet, lm, peaked, uniform, weather
+from pipeline.models import bell, dirichlet, lm, lm_smoothed, peaked, uniform, weather
 from pipeline.models.hmm import HMM
 
 FAMILIES: dict[str, ModuleType] = {
@@ -21,6 +22,7 @@ FAMILIES: dict[str, ModuleType] = {
     "uniform": uniform,
     "bell": bell,
     "lm": lm,
+    "lm_smoothed": lm_smoothed,
     "dirichlet": dirichlet,
     "peaked": peaked,
 }
@@ -46,6 +48,11 @@ def family_parameters(family: str) -> dict[str, object]:
     }
 
 
+def seeded(family: str) -> bool:
+    """Whether ``family``'s models depend on the seed (``SEEDED``, default true)."""
+    return getattr(_family(family), "SEEDED", True)
+
+
 def check_model(family: str, n_states: int, **params) -> None:
     """Raise ``ValueError`` (or ``FileNotFoundError``) for arguments ``build_model`` rejects.
 
@@ -68,7 +75,8 @@ def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
     """Build the HMM of ``family`` with ``n_states`` states, deterministically from ``seed``.
 
     Families: ``weather`` (Example 1, 6 states), ``uniform`` and ``bell``
-    (Section 5), ``lm`` (word bigrams with additive smoothing) and
+    (Section 5), ``lm`` (word bigrams, maximum likelihood or with additive
+    smoothing) and ``lm_smoothed`` (the same, smoothed by default),
     ``dirichlet`` (random Dirichlet rows) and ``peaked`` (a few random successors on a
     flat background, for very large models); see each module's docstring.
     ``params`` are the family's keyword parameters (``family_parameters``).
@@ -77,4 +85,4 @@ def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
     return _family(family).build(int(n_states), seed=seed, **params)
 
 
-__all__ = ["FAMILIES", "HMM", "build_model", "check_model", "family_parameters"]
+__all__ = ["FAMILIES", "HMM", "build_model", "check_model", "family_parameters", "seeded"]

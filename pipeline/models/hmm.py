@@ -12,12 +12,13 @@ transposes of ``transition`` here.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.operators import Matrix, as_operator, check_entries, row_sums
+from pipeline.operators import Matrix, as_operator, check_entries, layout, row_sums
 
 ROW_SUM_TOLERANCE = 1e-9
 """How far a probability row's sum may stray from 1."""
@@ -104,3 +105,10 @@ class HMM:
     def n_observations(self) -> int:
         """Number of observation symbols ``m``."""
         return self.emission.shape[1]
+
+    @functools.cached_property
+    def transition_layout(self):
+        """``transition`` as the compiled forward recursion reads it
+        (``pipeline.operators.layout``), made on first use and kept, so repeated
+        calls on one model pay for it once."""
+        return layout(self.transition)

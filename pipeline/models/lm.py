@@ -2,10 +2,18 @@
 
 States are the ``n - 1`` most frequent word types of a corpus (ties broken
 alphabetically) plus one unknown-word state ``UNKNOWN`` for every other word.
-Transitions are bigram counts within documents with additive (Lidstone)
-smoothing, so every row is dense as in the paper:
+Transitions are bigram counts ``C`` within documents with additive (Lidstone)
+smoothing:
 
     T[i, j] = (C[i, j] + alpha) / (sum_k C[i, k] + alpha * n).
+
+``alpha = 0`` is the maximum-likelihood bigram model, the simplest reading of
+the paper's "very simple language model": a row keeps only the successors
+seen in the corpus. A word never followed by another within a document (the
+last word of a document, and nothing else) has no count to normalise; its row
+is the document-start distribution (how often each state begins a document):
+the chain starts a new document, so it stays row-stochastic and gamma stays
+meaningful.
 
 The prior is the unigram distribution of the corpus; emissions are the
 identity (the observation is the word itself). The corpus is the standard
@@ -17,13 +25,14 @@ from __future__ import annotations
 
 import collections
 import os
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
 from pipeline.models import corpus as corpora
 from pipeline.models.hmm import HMM
-from pipeline.operators import SparsePlusRankOne
+from pipeline.operators import SparsePlusRankOne, toarray
 
 UNKNOWN = "<unk>"
 
@@ -47,16 +56,20 @@ def vocabulary(documents, n_states: int) -> tuple[str, ...]:
     return (*(word for word, _ in ranked[: n_states - 1]), UNKNOWN)
 
 
-def counts(documents, words: tuple[str, ...]) -> tuple[np.ndarray, sp.csr_array]:
-    """Unigram and within-document bigram counts over the states ``words``.
+SEEDED = False
+"""The model is a function of the corpus alone: every seed gives the same HMM."""
 
-    Returns
-    -------
-    unigrams : ndarray, shape (n,)
-        How often each state's words occur.
-    bigrams : csr_array, shape (n, n)
-        ``bigrams[i, j]`` = how often a word of state ``j`` follows one of state ``i``.
-    """
+
+class Counts(NamedTuple):
+    """What the LM is made of, over the states ``words``."""
+
+    unigrams: np.ndarray  # (n,): how often each state's words occur
+    bigrams: sp.csr_array  # (n, n): how often a word of state j follows one of state i
+    starts: np.ndarray  # (n,): how many documents begin with each state
+
+
+def counts(documents, words: tuple[str, ...]) -> Counts:
+    """Unigram, within-document bigram and document-start counts over the states ``words``."""
     index = {word: i for i, word in enumerate(words)}
     unknown = len(words) - 1
     ids = [np.array([index.get(w, unknown) for w in corpora.tokenize(d)]) for d in documents]
@@ -67,18 +80,19 @@ def counts(documents, words: tuple[str, ...]) -> tuple[np.ndarray, sp.csr_array]
     following = np.concatenate([doc[1:] for doc in ids])
     bigrams = sp.coo_array((np.ones(previous.size), (previous, following)), shape=(n, n)).tocsr()
     bigrams.sum_duplicates()
-    return unigrams, bigrams
+    starts = np.bincount([doc[0] for doc in ids], minlength=n).astype(np.float64)
+    return Counts(unigrams, bigrams, starts)
 
 
 def check(
     n_states: int, *, corpus: str | None = None, alpha: float = 0.01, structured: bool = False
 ) -> None:
-    """Raise unless ``alpha > 0`` and ``corpus`` (if given) exists; cheap, reads no text.
+    """Raise unless ``alpha >= 0`` and ``corpus`` (if given) exists; cheap, reads no text.
 
     Whether the corpus has enough word types is only known once it is read (``build``).
     """
-    if not alpha > 0:
-        raise ValueError(f"the lm family needs alpha > 0, got alpha={alpha}")
+    if not alpha >= 0:
+        raise ValueError(f"the lm family needs alpha >= 0, got alpha={alpha}")
     if corpus is not None and not os.path.exists(corpus):
         raise FileNotFoundError(
             f"corpus {str(corpus)!r} does not exist; give a text file or a folder of text files"
@@ -104,23 +118,39 @@ def build(
     corpus : str, optional
         A text file or a folder of text files; default the standard library's English.
     alpha : float
-        Pseudo-count added to every bigram count, > 0. The default 0.01
+        Pseudo-count added to every bigram count, >= 0. The default 0.01
         maximises the held-out bigram likelihood of the default corpus (every
         tenth document held out, alpha on a log grid from 1e-4 to 1), the
-        textbook way to set add-k smoothing; it was not chosen to match the paper.
+        textbook way to set add-k smoothing; it was not chosen to match the
+        paper. 0 is the maximum-likelihood model (see the module docstring).
     structured : bool
-        Keep the transitions as sparse counts plus the rank-one smoothing term
-        (``SparsePlusRankOne``: exact steps cost O(bigrams + n), not O(n^2)).
+        Keep the transitions sparse: counts plus the rank-one smoothing term
+        (``SparsePlusRankOne``), or CSR for ``alpha = 0``; exact steps then cost
+        O(bigrams + n), not O(n^2).
     """
     check(n_states, corpus=corpus, alpha=alpha, structured=structured)
     documents = _documents(corpus)
     words = vocabulary(documents, n_states)
-    unigrams, bigrams = counts(documents, words)
-    denominators = np.asarray(bigrams.sum(axis=1)).ravel() + alpha * n_states
-    transition = SparsePlusRankOne(
-        sp.diags_array(1.0 / denominators) @ bigrams, alpha / denominators, np.ones(n_states)
-    )
+    found = counts(documents, words)
+    transition = _smoothed(found, alpha) if alpha > 0 else _maximum_likelihood(found)
     if not structured:
-        transition = transition.rows(0, n_states)
+        transition = toarray(transition)
     emission = sp.csr_array(sp.identity(n_states, format="csr"))
-    return HMM(unigrams / unigrams.sum(), transition, emission)
+    return HMM(found.unigrams / found.unigrams.sum(), transition, emission)
+
+
+def _smoothed(found: Counts, alpha: float) -> SparsePlusRankOne:
+    """``(C + alpha) / (row sums + alpha n)`` as counts plus a rank-one term."""
+    n = found.unigrams.size
+    denominators = np.asarray(found.bigrams.sum(axis=1)).ravel() + alpha * n
+    scaled = sp.diags_array(1.0 / denominators) @ found.bigrams
+    return SparsePlusRankOne(scaled, alpha / denominators, np.ones(n))
+
+
+def _maximum_likelihood(found: Counts) -> sp.csr_array:
+    """``C / row sums``, and the document-start distribution for rows without counts."""
+    totals = np.asarray(found.bigrams.sum(axis=1)).ravel()
+    empty = totals == 0
+    rows = sp.diags_array(np.where(empty, 0.0, 1.0 / np.where(empty, 1.0, totals))) @ found.bigrams
+    restart = sp.csr_array(empty[:, None] * (found.starts / found.starts.sum())[None, :])
+    return sp.csr_array(rows + restart)

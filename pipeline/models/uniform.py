@@ -6,6 +6,9 @@ import numpy as np
 
 from pipeline.models.hmm import HMM
 
+SEEDED = False
+"""Every seed gives the same HMM."""
+
 
 def check(n_states: int) -> None:
     """Every ``n_states >= 2`` is valid."""

@@ -2,9 +2,11 @@
 
 Per model ``(family, n_states, seed)``: one build and one gamma (an exact
 pair search split into tasks of about 2000 rows, or the Doeblin bound above
-``gamma_exact_max_states``); per model and mode: one exact reference run (none
-above ``exact_max_states``); per model, method and setting: one approximation;
-per cell: the timed exact and approximate runs and the metrics.
+``gamma_exact_max_states``); a family whose models ignore the seed
+(``SEEDED = False``, e.g. the LM) builds one model for all seeds. Per model,
+mode and seed: one exact reference run (none above ``exact_max_states``); per
+model, method and setting: one approximation; per cell: the timed exact and
+approximate runs and the metrics.
 
 ``model_plan`` writes this as ``dask.delayed`` tasks. ``run_model`` computes a
 model's plan in this process (dask's synchronous scheduler): the tests use it,
@@ -27,6 +29,7 @@ from dask.base import tokenize
 from dask.delayed import Delayed
 from distributed import Client, Future
 
+from pipeline.models import seeded
 from pipeline.sweep import tasks
 from pipeline.sweep.grid import Cell, Grid
 
@@ -50,7 +53,7 @@ def gamma_parts(n_states: int) -> int:
 
 
 def model_plan(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> dict[Cell, Delayed]:
-    """The delayed result of each of ``cells``, all of the model ``spec``."""
+    """The delayed result of each of ``cells``, all of the model ``spec`` (any seeds)."""
 
     def key(*parts) -> str:
         return "-".join(str(part) for part in (*parts, settings.token))
@@ -70,16 +73,16 @@ def model_plan(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> 
     )
     run_exact = settings.exact_max_states is None or spec.n_states <= settings.exact_max_states
     references = {
-        mode: delayed(tasks.reference)(
+        (mode, seed): delayed(tasks.reference)(
             model,
             mode=mode,
             horizon=settings.horizon,
             observe_every=settings.observe_every,
-            seed=spec.seed,
+            seed=seed,
             run=run_exact,
-            dask_key_name=key("exact", *point, mode),
+            dask_key_name=key("exact", spec.family, spec.n_states, seed, mode),
         )
-        for mode in dict.fromkeys(cell.mode for cell in cells)
+        for mode, seed in dict.fromkeys((cell.mode, cell.seed) for cell in cells)
     }
     approximations = {
         (method, setting): delayed(tasks.build_approximation)(
@@ -94,7 +97,7 @@ def model_plan(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> 
         cell: delayed(tasks.run_cell)(
             model,
             approximations[cell.method, cell.setting],
-            references[cell.mode],
+            references[cell.mode, cell.seed],
             mixed,
             mode=cell.mode,
             timing=settings.timing,
@@ -111,10 +114,12 @@ def run_model(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> l
 
 
 def by_model(grid: Grid, cells: list[Cell]) -> list[tuple[tasks.ModelSpec, list[Cell]]]:
-    """``cells`` grouped by the model they need, in order."""
+    """``cells`` grouped by the model they need, in order; one model serves every seed
+    of a family whose models ignore it (it is built with seed 0)."""
     groups: dict[tuple, list[Cell]] = defaultdict(list)
     for cell in cells:
-        groups[cell.family, cell.n_states, cell.seed].append(cell)
+        seed = cell.seed if seeded(cell.family) else 0
+        groups[cell.family, cell.n_states, seed].append(cell)
     return [
         (tasks.ModelSpec(family, n, seed, grid.params[family]), group)
         for (family, n, seed), group in groups.items()

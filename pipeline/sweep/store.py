@@ -139,6 +139,13 @@ VARIABLES: dict[str, Variable] = {
     "zero_evidence": Variable(
         CELL, "1", "steps whose observation had zero probability in the approximate run"
     ),
+    "impossible_observations": Variable(
+        CELL,
+        "1",
+        "fraction of observations the approximate emissions make impossible for the state "
+        "that emitted them (filter)",
+        missing="NaN in predict mode (nothing observed)",
+    ),
     "build_time_model": Variable(MODEL, "s", "time to build the exact model"),
     "build_time_approx": Variable(APPROX, "s", "time to build the approximation"),
     "gamma_time": Variable(MODEL, "s", "time to compute gamma (or its Doeblin bound)"),

@@ -30,7 +30,7 @@ from pipeline.metrics import (
     tv_certificate,
 )
 from pipeline.models import HMM, build_model
-from pipeline.operators import step_work, stored_entries
+from pipeline.operators import entries_at, step_work, stored_entries
 from pipeline.sampling import sample
 
 SAMPLING_STREAM = 0x5EED
@@ -75,6 +75,7 @@ class Reference(NamedTuple):
     """The exact run of one model in one mode (``beliefs`` None where it was not run)."""
 
     observations: np.ndarray  # (horizon + 1,), -1 where nothing is observed
+    states: np.ndarray  # (horizon + 1,): the sampled state path (filter), or -1 (predict)
     beliefs: np.ndarray | None  # (horizon + 1, n_states)
     log_evidence: float
 
@@ -94,16 +95,17 @@ def build(spec: ModelSpec) -> Model:
 
 
 def observations(hmm: HMM, *, mode: str, horizon: int, observe_every: int, seed: int):
-    """The observation sequence of a mode, shape (horizon + 1,).
+    """The state path and observation sequence of a mode, each shape (horizon + 1,).
 
-    ``predict``: nothing observed (-1 everywhere). ``filter``: a path sampled
-    from the exact model with ``seed``, observed at steps ``t % observe_every == 0``.
+    ``predict``: nothing observed (-1 everywhere, states too). ``filter``: a path
+    sampled from the exact model with ``seed``, observed at steps
+    ``t % observe_every == 0``.
     """
     if mode == "predict":
-        return np.full(horizon + 1, -1)
-    _, symbols = sample(hmm, horizon + 1, np.random.default_rng([seed, SAMPLING_STREAM]))
+        return np.full(horizon + 1, -1), np.full(horizon + 1, -1)
+    states, symbols = sample(hmm, horizon + 1, np.random.default_rng([seed, SAMPLING_STREAM]))
     symbols[np.arange(horizon + 1) % observe_every != 0] = -1
-    return symbols
+    return states, symbols
 
 
 def reference(
@@ -115,13 +117,13 @@ def reference(
     observations are drawn: the cells then measure the approximation alone and
     its error through the certificate.
     """
-    observed = observations(
+    states, observed = observations(
         model.hmm, mode=mode, horizon=horizon, observe_every=observe_every, seed=seed
     )
     if not run:
-        return Reference(observed, None, np.nan)
+        return Reference(observed, states, None, np.nan)
     result = filtering(model.hmm, observed)
-    return Reference(observed, result.beliefs, result.log_evidence)
+    return Reference(observed, states, result.beliefs, result.log_evidence)
 
 
 def mixing_part(model: Model, *, part: int, parts: int) -> tuple[float, float]:
@@ -188,6 +190,7 @@ SCALARS = (
     "log_evidence",
     "log_evidence_error",
     "zero_evidence",
+    "impossible_observations",
     "sparsity",
     "stored_entries",
     "build_time_approx",
@@ -236,6 +239,17 @@ def _timed_runs(model: Model, approximation: Approximation, exact: Reference, ti
     return runs["exact"], runs["approx"]
 
 
+def _impossible(hmm: HMM, exact: Reference) -> float:
+    """The fraction of observations that ``hmm`` makes impossible for the state that
+    emitted them: the approximate emission row of the sampled state gives the
+    observed symbol probability 0, so the filter conditions away the truth."""
+    observed = exact.observations >= 0
+    if not observed.any():
+        return np.nan
+    kept = entries_at(hmm.emission, exact.states[observed], exact.observations[observed])
+    return float(np.mean(kept == 0))
+
+
 def run_cell(
     model: Model,
     built: Built,
@@ -272,6 +286,7 @@ def run_cell(
     certificate = tv_certificate(mixed.gamma, errors)
     T = approximation.hmm.transition
     work = [step_work(T, run.beliefs[t - 1] != 0) for t in range(1, steps)]
+    impossible = _impossible(approximation.hmm, exact) if filtered else np.nan
     series = [
         total_variation(measured, run.beliefs),
         bounds["recursive"],
@@ -294,6 +309,7 @@ def run_cell(
         exact.log_evidence if filtered else np.nan,
         run.log_evidence - exact.log_evidence if filtered else np.nan,
         run.zero_evidence.size,
+        impossible,
         sparsity(T),
         stored_entries(T),
         built.build_time,

@@ -5,11 +5,12 @@ import pytest
 import xarray as xr
 import zarr
 from matplotlib.image import imread
+from omegaconf import OmegaConf
 
 from pipeline.analysis import analyze, summary_table
-from pipeline.analysis.paper import CLAIMS, PAPER_SIZES, compare
+from pipeline.analysis.paper import CLAIMS, PAPER_SIZES, READINGS, compare
 from pipeline.analysis.readings import Point, pareto, payoff, points
-from pipeline.analysis.report import front_table, mixing_table, payoff_table
+from pipeline.analysis.report import filtering_table, front_table, mixing_table, payoff_table
 from pipeline.analyze import main
 from pipeline.sweep.grid import Grid
 from pipeline.sweep.store import _template
@@ -28,13 +29,9 @@ def test_analysis_of_a_smoke_store(smoke, tmp_path):
         assert image.shape[0] > 200 and image.shape[1] > 400
         assert np.ptp(image[..., :3]) > 0.5  # something is drawn
         assert f"![{name}]({name})" in text
-    table = text.split("## Beside the paper")[1].split("## Which approximation pays")[0]
-    rows = [line for line in table.splitlines() if line.startswith("| ") and "quantity" not in line]
-    assert len(rows) == len(CLAIMS)
-    absent = sum(c.family == "lm" or c.p == 0.7 for c in CLAIMS)  # smoke has p 0.5 and 0.9
-    assert sum("| not run |" in row for row in rows) == absent
-    compared = [row for row in rows if "| bell," in row and "| not run |" not in row]
-    assert compared and all("differs" in row and "the paper n=800" in row for row in compared)
+    paper = text.split("## Beside the paper")[1].split("## Which approximation pays")[0]
+    assert "This run has no counterpart in the paper" in paper  # sizes 20 and 40, not 800
+    assert "| quantity |" not in paper
     payoff_rows = text.split("## When top-p pays")[1].split("## Minimal mixing rate")[0]
     assert "| prediction | 24 |" in payoff_rows and "| filtering | 24 |" in payoff_rows  # 3x2x2x2
     fronts = text.split("## Which approximation pays")[1].split("## When top-p pays")[0]
@@ -65,21 +62,24 @@ def test_a_store_of_the_old_layout_is_refused(smoke, tmp_path, capsys):
 
 
 def paper_dataset(changes=None):
-    """The paper experiment's grid filled with the paper's own numbers."""
-    grid = Grid.from_config(composed("experiment=paper"))
-    ds, _ = _template(grid, {"workers": 3, "cpu": "Some CPU, 4 cores"})
+    """The paper experiment's grid (both LM readings) filled with the paper's own numbers.
+
+    ``changes`` maps (quantity, run family, p, mode) to another value.
+    """
+    cfg = composed("experiment=paper")
+    grid = Grid.from_config(cfg)
+    attrs = {"workers": 3, "cpu": "Some CPU, 4 cores", "config": OmegaConf.to_yaml(cfg)}
+    ds, _ = _template(grid, attrs)
     ds["done"][:] = True
     ds["gamma"][:] = 0.1
-    for claim in CLAIMS:
+    for claim, family in ((claim, family) for claim in CLAIMS for family in READINGS[claim.family]):
         where = {
-            "family": claim.family,
+            "family": family,
             "n_states": PAPER_SIZES[claim.family],
             "method": "topp",
             "setting": claim.p,
         }
-        value = (changes or {}).get(
-            (claim.quantity, claim.family, claim.p, claim.mode), claim.value
-        )
+        value = (changes or {}).get((claim.quantity, family, claim.p, claim.mode), claim.value)
         if claim.kind == "above":
             value = value * 1.01
         if claim.quantity == "sparsity":
@@ -91,23 +91,41 @@ def paper_dataset(changes=None):
     return ds
 
 
-def test_the_papers_own_numbers_all_match():
+def test_the_papers_own_numbers_all_match_once_per_reading():
     rows = compare(paper_dataset())
-    assert [r.status for r in rows] == ["matches"] * len(CLAIMS)
+    lm_claims = sum(claim.family == "lm" for claim in CLAIMS)
+    assert len(rows) == len(CLAIMS) + lm_claims  # the LM's claims for lm and lm_smoothed
+    assert [r.status for r in rows] == ["matches"] * len(rows)
+    assert {r.family for r in rows if r.claim.family == "lm"} == {"lm", "lm_smoothed"}
 
 
-def test_a_different_number_is_marked_with_a_reason():
+def test_a_different_number_is_marked_with_a_reason_for_its_reading():
     rows = compare(
         paper_dataset(
-            {("tv", "bell", 0.9, "predict"): 0.3, ("sparsity", "lm", 0.9, "predict"): 0.5}
+            {
+                ("tv", "bell", 0.9, "predict"): 0.3,
+                ("sparsity", "lm", 0.9, "predict"): 0.995,
+                ("sparsity", "lm_smoothed", 0.9, "predict"): 0.5,
+            }
         )
     )
-    differing = {
-        (r.claim.quantity, r.claim.family, r.claim.p): r for r in rows if r.status == "differs"
-    }
-    assert set(differing) == {("tv", "bell", 0.9), ("sparsity", "lm", 0.9)}
+    differing = {(r.claim.quantity, r.family, r.claim.p): r for r in rows if r.status == "differs"}
+    assert set(differing) == {("tv", "bell", 0.9), ("sparsity", "lm_smoothed", 0.9)}
     assert "random state" in differing["tv", "bell", 0.9].reason
-    assert "keeps 50% of its transitions" in differing["sparsity", "lm", 0.9].reason
+    reason = differing["sparsity", "lm_smoothed", 0.9].reason
+    assert "add-k LM (lm_smoothed, k = 0.01) keeps 50% of its transitions" in reason
+
+
+def test_only_cells_in_the_papers_setting_are_compared():
+    ds = paper_dataset()
+    lm_only = compare(ds.sel(family=["lm"]))
+    assert lm_only and {r.claim.family for r in lm_only} == {"lm"}
+    bell = ds.sel(family=["bell"])
+    other_size = bell.assign_coords(n_states=[801, 7620])
+    assert not compare(other_size)  # Bell at 801 states has no counterpart
+    other_p = bell.assign_coords(setting=[0.55, 0.75, 0.95])
+    assert not compare(other_p)
+    assert len(compare(bell)) == sum(claim.family == "bell" for claim in CLAIMS)
 
 
 def test_tables_name_every_model(smoke):
@@ -120,12 +138,12 @@ def test_payoff_recovers_a_known_law():
     # speedup = 0.2 / kept exactly, with every cell of one model not done: fit -1, 0.2.
     ds = paper_dataset()
     kept = xr.DataArray(np.linspace(0.01, 0.9, ds.sizes["setting"]), dims="setting")
-    kept = kept * xr.DataArray([1.0, 0.5, 0.25], dims="family")
+    kept = kept * xr.DataArray([1.0, 0.5, 0.25, 0.1], dims="family")
     ds["sparsity"][:] = (1 - kept).broadcast_like(ds["sparsity"])
     ds["speedup"][:] = (0.2 / kept).broadcast_like(ds["speedup"])
     ds["done"][:] = ds["in_grid"].broadcast_like(ds["done"]).transpose(*ds["done"].dims)
-    ds["done"].loc[{"family": "lm"}] = False
-    ds["speedup"].loc[{"family": "lm"}] = 1e6  # must be ignored: not done
+    ds["done"].loc[{"family": ["lm", "lm_smoothed"]}] = False
+    ds["speedup"].loc[{"family": ["lm", "lm_smoothed"]}] = 1e6  # must be ignored: not done
     fit = payoff(ds, "predict")
     assert fit.kept.size == 2 * ds.sizes["setting"] * ds.sizes["seed"]
     assert fit.exponent == pytest.approx(-1, abs=1e-9)
@@ -190,3 +208,26 @@ def test_points_and_the_front_table():
     table = front_table(ds)
     assert "top-k 3 (1 us, 0.3) < top-p 0.9 (5 us, 0.05) < exact (20 us, 0)" in table
     assert "- bell: top-k 1, top-p 1" in table
+
+
+def test_filtering_failures_are_explained_from_the_store():
+    grid = Grid.from_config(
+        composed("grid.families=[bell]", "grid.n_states=[20]", "grid.methods={topp:[0.5,0.9]}")
+    )
+    ds, _ = _template(grid, {})
+    ds["done"][:] = True
+    ds["tv"].loc[{"mode": "predict"}] = 0.05
+    ds["tv"].loc[{"mode": "filter"}] = 0.1
+    ds["tv"].loc[{"mode": "filter", "setting": 0.9}] = 0.8  # far above 0.05: listed
+    ds["impossible_observations"].loc[{"mode": "filter"}] = 0.25
+    ds["zero_evidence"][:] = 0
+    ds["eps_start"][:] = 0.1
+    table = filtering_table(ds)
+    rows = [line for line in table.splitlines() if line.startswith("| bell")]
+    assert len(rows) == 1 and "top-p 0.9" in rows[0] and "| 0.8 | 0.05 | 25% |" in rows[0]
+    assert "rule out 25% of the observed symbols" in rows[0]
+    ds["impossible_observations"][:] = 0
+    ds["zero_evidence"].loc[{"mode": "filter"}] = 3
+    assert "3 observations had zero probability" in filtering_table(ds)
+    ds["tv"].loc[{"mode": "filter"}] = 0.1
+    assert filtering_table(ds).startswith("No cell's filtering error")

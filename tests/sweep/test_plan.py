@@ -7,8 +7,11 @@ import pytest
 from pipeline.inference import filtering
 from pipeline.methods import approximate
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_variation
+from pipeline.operators import toarray
 from pipeline.sweep import plan, tasks
-from pipeline.sweep.grid import Cell
+from pipeline.sweep.grid import Cell, Grid
+
+from helpers import composed
 
 SPEC = tasks.ModelSpec("dirichlet", 60, 3, {"alpha": 0.2, "n_observations": None})
 TIMING = tasks.Timing(repeats=2, min_seconds=0.0, max_repeats=5, threads=1)
@@ -63,7 +66,9 @@ def test_the_plan_in_process_gives_each_cell_its_own_result(model):
     for cell, result in zip(CELLS, results, strict=True):
         values = result.values()
         assert values["repeats"] == 2
-        observed = tasks.observations(model.hmm, mode=cell.mode, horizon=8, observe_every=2, seed=3)
+        _, observed = tasks.observations(
+            model.hmm, mode=cell.mode, horizon=8, observe_every=2, seed=3
+        )
         approximation = approximate(model.hmm, cell.method, cell.setting)
         exact = filtering(model.hmm, observed).beliefs
         approximate_run = filtering(approximation.hmm, observed, prune=approximation.prune)
@@ -91,3 +96,29 @@ def test_without_an_exact_reference_only_the_approximation_is_timed(model):
         assert np.isnan(values[name]).all(), name
     assert np.isnan(values["speedup"]) and values["repeats"] == 2
     assert np.isfinite(values["runtime_approx"]).all() and np.isfinite(values["certificate"]).all()
+
+
+def test_one_model_serves_every_seed_of_a_family_that_ignores_it():
+    cells = [Cell("uniform", 30, "topp", 0.9, seed, "filter") for seed in (0, 1, 2)]
+    groups = plan.by_model(Grid.from_config(composed()), cells)
+    assert [(spec.seed, len(group)) for spec, group in groups] == [(0, 3)]
+    spec, group = groups[0]
+    graph = dict(dask.delayed(list(plan.model_plan(spec, group, SETTINGS).values())).dask)
+    names = [str(key).split("-")[0] for key in graph]
+    assert names.count("model") == 1 and names.count("exact") == 3  # one reference per seed
+    seeded_cells = [Cell("bell", 30, "topp", 0.9, seed, "filter") for seed in (0, 1)]
+    assert len(plan.by_model(Grid.from_config(composed()), seeded_cells)) == 2
+
+
+def test_impossible_observations_are_those_the_approximate_emissions_drop(model):
+    """Recount, from the sampled states, the observations top-p's emissions rule out."""
+    exact = tasks.reference(model, mode="filter", horizon=40, observe_every=1, seed=5, run=True)
+    built = tasks.build_approximation(model, method="topp", setting=0.5)
+    mixed = tasks.mixing(model, exact=True)
+    values = tasks.run_cell(model, built, exact, mixed, mode="filter", timing=TIMING).values()
+    E = toarray(built.approximation.hmm.emission)
+    expected = np.mean(E[exact.states, exact.observations] == 0)
+    assert 0 < expected < 1 and values["impossible_observations"] == pytest.approx(expected)
+    predicted = tasks.reference(model, mode="predict", horizon=8, observe_every=2, seed=0, run=True)
+    values = tasks.run_cell(model, built, predicted, mixed, mode="predict", timing=TIMING).values()
+    assert np.isnan(values["impossible_observations"])
