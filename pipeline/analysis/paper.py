@@ -163,8 +163,8 @@ def _reason(ds: xr.Dataset, claim: Claim, family: str) -> str:
         )
     if claim.quantity == "tv" and claim.family == "lm":
         return (
-            f"{_lm(ds, family, kept, claim.p)} and mixes at gamma = {gamma:.3g}: a different "
-            "corpus gives a different chain"
+            f"{_lm(ds, family, kept, claim.p)}; its gamma is {gamma:.3g}: a different corpus "
+            "gives a different chain"
         )
     return "see the figures"
 

@@ -72,7 +72,8 @@ def paper_dataset(changes=None):
     ds, _ = _template(grid, attrs)
     ds["done"][:] = True
     ds["gamma"][:] = 0.1
-    for claim, family in ((claim, family) for claim in CLAIMS for family in READINGS[claim.family]):
+    readings = [(claim, family) for claim in CLAIMS for family in READINGS[claim.family]]
+    for claim, family in readings:
         where = {
             "family": family,
             "n_states": PAPER_SIZES[claim.family],
