@@ -8,9 +8,11 @@ table the sweep prints at its end.
   top-p payoff fit, the cost-accuracy points and their Pareto front);
 - ``figures``: one function per figure;
 - ``paper``: the top-p paper's published numbers against a run;
-- ``report``: the summary table, the report's tables and ``analyze``.
+- ``tables``: the sweep's summary table and the report's tables;
+- ``report``: the report's sections and ``analyze``.
 """
 
-from pipeline.analysis.report import analyze, default_output, summary_table
+from pipeline.analysis.report import analyze, default_output
+from pipeline.analysis.tables import summary_table
 
 __all__ = ["analyze", "default_output", "summary_table"]

@@ -33,6 +33,20 @@ def variants(ds: xr.Dataset) -> list[tuple[str, float]]:
     ]
 
 
+def cells(ds: xr.Dataset) -> list[dict]:
+    """Every (family, n_states, method, setting) the grid has, as a ``sel`` mapping."""
+    return [
+        {"family": family, "n_states": n, "method": method, "setting": setting}
+        for family, n in models(ds)
+        for method, setting in variants(ds)
+        if bool(
+            ds["in_grid"].sel(
+                {"family": family, "n_states": n, "method": method, "setting": setting}
+            )
+        )
+    ]
+
+
 def label(method: str, setting: float) -> str:
     """A method and its setting for legends and tables, e.g. ``top-p 0.9``, ``top-k 5``."""
     return f"{METHOD_TITLES.get(method, method)} {setting:g}"

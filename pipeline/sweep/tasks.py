@@ -81,10 +81,12 @@ class Reference(NamedTuple):
 
 
 class Built(NamedTuple):
-    """An approximation and what it cost to build."""
+    """An approximation, what it cost to build, and what its transition matrix stores."""
 
     approximation: Approximation
     build_time: float
+    sparsity: float  # fraction of zero entries of the transitions the approximate run uses
+    stored_entries: int  # numbers stored for them
 
 
 def build(spec: ModelSpec) -> Model:
@@ -156,7 +158,9 @@ def build_approximation(model: Model, *, method: str, setting: float) -> Built:
     """The approximation of the model by ``method`` at ``setting``, timed."""
     start = time.perf_counter()
     approximation = approximate(model.hmm, method, setting)
-    return Built(approximation, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    T = approximation.hmm.transition
+    return Built(approximation, seconds, sparsity(T), stored_entries(T))
 
 
 @functools.cache
@@ -242,7 +246,8 @@ def _timed_runs(model: Model, approximation: Approximation, exact: Reference, ti
 def _impossible(hmm: HMM, exact: Reference) -> float:
     """The fraction of observations that ``hmm`` makes impossible for the state that
     emitted them: the approximate emission row of the sampled state gives the
-    observed symbol probability 0, so the filter conditions away the truth."""
+    observed symbol probability 0, so the filter conditions away the truth. NaN
+    when nothing is observed (prediction)."""
     observed = exact.observations >= 0
     if not observed.any():
         return np.nan
@@ -286,7 +291,6 @@ def run_cell(
     certificate = tv_certificate(mixed.gamma, errors)
     T = approximation.hmm.transition
     work = [step_work(T, run.beliefs[t - 1] != 0) for t in range(1, steps)]
-    impossible = _impossible(approximation.hmm, exact) if filtered else np.nan
     series = [
         total_variation(measured, run.beliefs),
         bounds["recursive"],
@@ -309,9 +313,9 @@ def run_cell(
         exact.log_evidence if filtered else np.nan,
         run.log_evidence - exact.log_evidence if filtered else np.nan,
         run.zero_evidence.size,
-        impossible,
-        sparsity(T),
-        stored_entries(T),
+        _impossible(approximation.hmm, exact),
+        built.sparsity,
+        built.stored_entries,
         built.build_time,
         model.build_time,
         mixed.gamma,

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from pipeline.analysis import analyze, summary_table
 from pipeline.analysis.paper import CLAIMS, PAPER_SIZES, READINGS, compare
 from pipeline.analysis.readings import Point, pareto, payoff, points
-from pipeline.analysis.report import filtering_table, front_table, mixing_table, payoff_table
+from pipeline.analysis.tables import filtering_table, front_table, mixing_table, payoff_table
 from pipeline.analyze import main
 from pipeline.sweep.grid import Grid
 from pipeline.sweep.store import _template

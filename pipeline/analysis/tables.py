@@ -1,0 +1,254 @@
+"""The tables of a results Dataset: the sweep's summary and the report's Markdown tables.
+
+Each reads the Dataset only (medians over seeds of done cells) and returns text.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import xarray as xr
+
+from pipeline.analysis.figures import break_even_text
+from pipeline.analysis.paper import PAPER_SIZES
+from pipeline.analysis.readings import (
+    METHOD_TITLES,
+    MODE_TITLES,
+    cells,
+    finite_median,
+    label,
+    models,
+    pareto,
+    payoff,
+    points,
+    variants,
+)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+def summary_table(ds: xr.Dataset) -> str:
+    """Per model, method and setting: the speedup per mode, TV and its bound at the last step.
+
+    Speedup is exact over approximate runtime; TV and the recursive bound are
+    for prediction; each is the median over seeds of done cells.
+    """
+    last = ds.isel(t=-1).load()
+    modes = [str(m) for m in ds["mode"].values]
+    header = [
+        "family",
+        "n_states",
+        "method",
+        "setting",
+        *(f"speedup {m}" for m in modes),
+        "tv predict",
+        "bound",
+        "sparsity",
+        "done",
+    ]
+    rows = []
+    for where in cells(ds):
+        cell = last.sel(where)
+        done = cell["done"]
+        speedups = [
+            finite_median(cell["speedup"].sel(mode=m).where(done.sel(mode=m))) for m in modes
+        ]
+        tv = (
+            finite_median(cell["tv"].sel(mode="predict").where(done.sel(mode="predict")))
+            if "predict" in modes
+            else float("nan")
+        )
+        rows.append(
+            [
+                where["family"],
+                str(where["n_states"]),
+                where["method"],
+                f"{where['setting']:g}",
+                *(f"{s:.2f}x" for s in speedups),
+                f"{tv:.4f}",
+                f"{finite_median(cell['bound']):.4f}",
+                f"{finite_median(cell['sparsity']):.4f}",
+                f"{int(done.sum())}/{done.size}",
+            ]
+        )
+    return _table(header, rows)
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def mixing_table(ds: xr.Dataset) -> str:
+    """gamma of every model, and where Theorem 4.3's bound is informative (< 1).
+
+    The bound is ``max(eps_start, eps) / gamma`` (``bound_mixing``) with each
+    approximation's measured per-step error ``eps`` (at most ``1 - p`` for top-p)
+    and its error at step 0 ``eps_start``.
+    """
+    found = variants(ds)
+    header = ["model", "gamma", "computed as", "Doeblin bound"]
+    header += [f"bound, {label(*variant)}" for variant in found]
+    rows = []
+    for family, n in models(ds):
+        model = ds.sel(family=family, n_states=n)
+        gamma = finite_median(model["gamma"])
+        method = "exact" if bool(model["gamma_exact"].all()) else "Doeblin lower bound"
+        cells = []
+        for variant_method, setting in found:
+            bound = finite_median(
+                model["bound_mixing"].sel({"method": variant_method, "setting": setting})
+            )
+            if np.isnan(bound):
+                cells.append("-")
+                continue
+            cells.append(f"{bound:.5g} ({'informative' if bound < 1 else 'trivial'})")
+        doeblin = finite_median(model["doeblin"])
+        rows.append([f"{family}, n={n}", f"{gamma:.5g}", method, f"{doeblin:.5g}", *cells])
+    return _markdown(header, rows)
+
+
+def payoff_table(ds: xr.Dataset) -> str:
+    """Per mode: how many done top-p cells speed up, the fit of speedup on kept fraction."""
+    header = ["mode", "cells", "top-p faster", "fit: speedup =", "break-even kept", "kept"]
+    rows = []
+    for mode in ds["mode"].values:
+        fit = payoff(ds, str(mode))
+        span = f"{fit.kept.min():.3g} to {fit.kept.max():.3g}" if fit.kept.size else "-"
+        rows.append(
+            [
+                MODE_TITLES[str(mode)],
+                str(fit.kept.size),
+                str(int((fit.speedup > 1).sum())),
+                f"{fit.scale:.3g} kept^{fit.exponent:.2f}",
+                break_even_text(fit),
+                span,
+            ]
+        )
+    return _markdown(header, rows)
+
+
+def _point(point) -> str:
+    name = "exact" if point.method == "exact" else label(point.method, point.setting)
+    return f"{name} ({point.runtime * 1e6:.3g} us, {point.tv:.3g})"
+
+
+def front_table(ds: xr.Dataset) -> str:
+    """Per model and mode: the Pareto front from the fastest point to exact inference.
+
+    Each listed point is the most accurate method at its runtime per step:
+    every faster point has a larger TV at the last step. The last column
+    counts how often each method is on the fronts of the family.
+    """
+    header = ["family", "n_states", "mode", "most accurate at each runtime (us per step, TV)"]
+    rows, on_front = [], {}
+    for family, n in models(ds):
+        for mode in ds["mode"].values:
+            front = pareto(points(ds, family, n, str(mode)))
+            on_front.setdefault(family, Counter()).update(
+                p.method for p in front if p.method != "exact"
+            )
+            rows.append(
+                [family, str(n), MODE_TITLES[str(mode)], " < ".join(_point(p) for p in front)]
+            )
+    table = _markdown(header, rows)
+    summary = [
+        f"- {family}: "
+        + (
+            ", ".join(f"{METHOD_TITLES.get(m, m)} {c}" for m, c in counts.most_common())
+            or "no approximation beats exact"
+        )
+        for family, counts in on_front.items()
+    ]
+    return table + "\n\nPoints on the fronts, per family:\n\n" + "\n".join(summary)
+
+
+def _filtering_driver(cell: xr.Dataset) -> str:
+    """What the store says drives a filtering error, most telling first."""
+    impossible = finite_median(cell["impossible_observations"])
+    zero = finite_median(cell["zero_evidence"])
+    if impossible > 0:
+        return (
+            f"its emissions rule out {impossible:.0%} of the observed symbols for the state "
+            "that emitted them, so conditioning moves the belief off the truth"
+        )
+    if zero > 0:
+        return f"{zero:g} observations had zero probability under it and were skipped"
+    start = finite_median(cell["eps_start"])
+    if start > 0.05:
+        return f"its prior drops {start:.0%} of the exact prior's mass"
+    return "its transitions: errors in the predicted beliefs grow under conditioning"
+
+
+def filtering_table(ds: xr.Dataset) -> str:
+    """Cells whose filtering error at the last step is far above their prediction error.
+
+    Listed: median TV over seeds above 0.2 and 3x the prediction TV. The columns are
+    the store's own readings of why: the share of observations the approximate
+    emissions make impossible for the state that emitted them, zero-evidence steps,
+    and the prior's error.
+    """
+    if not {"predict", "filter"} <= {str(m) for m in ds["mode"].values}:
+        return ""
+    header = ["model", "method", "TV filter", "TV predict", "impossible obs.", "zero-ev. steps"]
+    header += ["prior error", "what drives it"]
+    rows = []
+    last = ds.isel(t=-1)
+    for where in cells(ds):
+        cell = last.sel(where)
+        done = cell["done"]
+        filtered = finite_median(cell["tv"].sel(mode="filter").where(done.sel(mode="filter")))
+        predicted = finite_median(cell["tv"].sel(mode="predict").where(done.sel(mode="predict")))
+        if not (filtered > 0.2 and filtered > 3 * predicted):
+            continue
+        readings = ["impossible_observations", "zero_evidence", "eps_start"]
+        one = cell[readings].sel(mode="filter").where(done.sel(mode="filter"))
+        rows.append(
+            [
+                f"{where['family']}, n={where['n_states']}",
+                label(where["method"], where["setting"]),
+                f"{filtered:.3g}",
+                f"{predicted:.3g}",
+                f"{finite_median(one['impossible_observations']):.0%}",
+                f"{finite_median(one['zero_evidence']):g}",
+                f"{finite_median(cell['eps_start']):.3g}",
+                _filtering_driver(one),
+            ]
+        )
+    if not rows:
+        return "No cell's filtering error is above 0.2 and 3x its prediction error."
+    return _markdown(header, rows)
+
+
+def paper_table(rows: list) -> str:
+    """This run beside the paper's numbers it has the setting of, matching or differing."""
+    header = ["quantity", "model", "p", "mode", "paper", "this run", "", "why it differs"]
+    lines = []
+    for row in rows:
+        claim = row.claim
+        ours = (
+            "-"
+            if not np.isfinite(row.ours)
+            else (f"{row.ours:.2f}x" if claim.quantity == "speedup" else f"{row.ours:.4g}")
+        )
+        mode = "-" if claim.quantity == "sparsity" else MODE_TITLES[claim.mode]
+        lines.append(
+            [
+                claim.quantity,
+                f"{row.family}, n={PAPER_SIZES[claim.family]}",
+                f"{claim.p:g}",
+                mode,
+                claim.text,
+                ours,
+                row.status,
+                row.reason,
+            ]
+        )
+    return _markdown(header, lines)
