@@ -3,6 +3,7 @@
     python benchmarks/bench.py            # everything (about 10 minutes on 2 cores)
     python benchmarks/bench.py kernels    # 1-3 only
     python benchmarks/bench.py sweep      # 4 only
+    python benchmarks/bench.py lowrank    # 5 only
 
 Every comparison is measured side by side in this one run: alternating
 repeats, medians, ratios. Machines are shared and noisy; trust the ratios.
@@ -17,7 +18,11 @@ repeats, medians, ratios. Machines are shared and noisy; trust the ratios.
 2. our dense filtering vs hmmlearn's forward pass on the same HMM;
 3. gamma of the 7620-state LM HMM and the top-p build of its transitions;
 4. sweep throughput on 1 and 2 workers, per-cell overhead, and the same grid
-   as a Hydra multirun of single cells.
+   as a Hydra multirun of single cells;
+5. seed 002: the kernel (low-rank) step against the dense step of the same
+   matrix, n = 1000 to 10^6, with GB/s against the read bandwidth, and the
+   banded kernel's step; training tokens per second (a gradient step of the
+   evidence), full softmax against kernels of 4 and 8 states per feature.
 """
 
 from __future__ import annotations
@@ -35,11 +40,13 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
+from pipeline.hmmlm import evidence
+from pipeline.hmmlm.parameters import gradient, initial, softmax_rows, transition_matrix
 from pipeline.inference import filtering, predict
 from pipeline.methods import approximate
 from pipeline.metrics import minimal_mixing_rate, total_variation
-from pipeline.models import build_model
-from pipeline.operators import SparsePlusRankOne
+from pipeline.models import HMM, build_model
+from pipeline.operators import LowRank, SparsePlusRankOne, toarray
 from pipeline.sweep.provenance import blas, cpu, memory
 from pipeline.topp import topp_hmm, topp_matrix
 
@@ -94,6 +101,9 @@ def read_bandwidth() -> float:
 def step_bytes(hmm) -> int:
     """Bytes one prediction step reads: the matrix (values, indices, factors), two vectors."""
     T, n = hmm.transition, hmm.n_states
+    if isinstance(T, LowRank):
+        B = T.band
+        return T.left.nbytes + T.right.nbytes + B.data.nbytes + B.indices.nbytes + 4 * 8 * n
     if isinstance(T, SparsePlusRankOne):
         S = T.sparse
         return S.data.nbytes + S.indices.nbytes + S.indptr.nbytes + 4 * 8 * n
@@ -384,9 +394,73 @@ def lm_costs() -> None:
             target("top-0.9 build of the LM (7620) <= 1 s", f"{seconds:.2f} s", seconds <= 1)
 
 
+def lowrank_steps(bandwidth: float) -> None:
+    print(
+        "\n5. Seed 002: a kernel step (two thin BLAS products, F = 64 features) against the "
+        f"dense step of the same matrix, 20 steps, median of {REPEATS} alternating runs, one "
+        f"BLAS thread; GB/s against {bandwidth / 1e9:.1f} GB/s read bandwidth"
+    )
+    print(
+        f"   {'model':<28}{'dense us':>11}{'kernel us':>11}{'speedup':>9}"
+        f"{'dense GB/s':>12}{'kernel GB/s':>13}"
+    )
+    with threadpool_limits(1):
+        for family, n in [
+            ("kernel", 1000),
+            ("kernel", 4000),
+            ("kernel", 10000),
+            ("banded_kernel", 10000),
+            ("kernel", 100000),
+            ("banded_kernel", 100000),
+            ("kernel", 1000000),
+        ]:
+            hmm = build_model(family, n)
+            runs = {"kernel": hmm}
+            if n <= 10000:
+                runs["dense"] = HMM(hmm.prior, toarray(hmm.transition), hmm.emission)
+            times = {name: [] for name in runs}
+            for _ in range(REPEATS):
+                for name, model in runs.items():
+                    times[name].append(np.median(per_step(model, 20)))
+            step = {name: statistics.median(values) for name, values in times.items()}
+            dense = step.get("dense", float("nan"))
+            rate = {name: step_bytes(model) / step[name] / 1e9 for name, model in runs.items()}
+            print(
+                f"   {family + f' {n:,}':<28}{dense * 1e6:>11.1f}{step['kernel'] * 1e6:>11.1f}"
+                f"{dense / step['kernel']:>8.1f}x{rate.get('dense', float('nan')):>12.1f}"
+                f"{rate['kernel']:>13.1f}"
+            )
+            del runs, hmm
+
+
+def training_rates() -> None:
+    print(
+        "\n5b. Training HMM LMs: tokens per second of one gradient step (forward-backward "
+        "and the gradient) on 32 chunks of 64 tokens, 1000 words, median of 5, one BLAS thread"
+    )
+    print(f"   {'n_states':>9}{'softmax':>12}{'kernel 4:1':>12}{'kernel 8:1':>12}")
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 1000, (32, 64))
+    with threadpool_limits(1):
+        for n in (512, 1024, 2048, 4096):
+            rates = []
+            for kind, features in (("softmax", 0), ("kernel", n // 4), ("kernel", n // 8)):
+                p = initial(kind, n, 1000, n_features=features)
+
+                def step(p=p):
+                    T = transition_matrix(p.transition)
+                    prior, emission = softmax_rows(p.prior), softmax_rows(p.emission)
+                    gradient(p, evidence.statistics(prior, T, emission, tokens), len(tokens))
+
+                rates.append(tokens.size / median_time(step, 5))
+            print(f"   {n:>9}" + "".join(f"{rate:>12,.0f}" for rate in rates))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", nargs="?", choices=["all", "kernels", "sweep"], default="all")
+    parser.add_argument(
+        "part", nargs="?", choices=["all", "kernels", "sweep", "lowrank"], default="all"
+    )
     part = parser.parse_args().part
     print(
         f"machine: {platform.node()}: {cpu()}, {os.cpu_count()} cores, {memory()}; "
@@ -401,6 +475,9 @@ def main() -> None:
         batches()
         against_hmmlearn()
         lm_costs()
+    if part in ("all", "lowrank"):
+        lowrank_steps(bandwidth if part == "all" else read_bandwidth())
+        training_rates()
     if part in ("all", "sweep"):
         from sweep_throughput import throughput
 

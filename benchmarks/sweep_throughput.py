@@ -80,17 +80,23 @@ def run_grid(overrides: list[str], workers: int) -> tuple[int, float, float]:
         with connect(cfg.cluster) as client:
             client.run(_warm)
             store = ResultStore.open(Path(cfg.store), grid, {})
-            with get_task_stream(client) as stream:
-                start = time.perf_counter()
-                compute(client, grid, store, cfg)
-                wall = time.perf_counter() - start
-            busy = sum(
-                part["stop"] - part["start"]
-                for task in stream.data
-                for part in task["startstops"]
-                if part["action"] == "compute"
-            )
+            wall, busy = timed_compute(client, grid, store, cfg)
     return len(grid.cells()), wall, busy
+
+
+def timed_compute(client, grid: Grid, store: ResultStore, cfg) -> tuple[float, float]:
+    """The sweep's compute phase: its wall seconds and the seconds workers spent in tasks."""
+    with get_task_stream(client) as stream:
+        start = time.perf_counter()
+        compute(client, grid, store, cfg)
+        wall = time.perf_counter() - start
+    busy = sum(
+        part["stop"] - part["start"]
+        for task in stream.data
+        for part in task["startstops"]
+        if part["action"] == "compute"
+    )
+    return wall, busy
 
 
 def multirun(jobs: int) -> tuple[int, float]:

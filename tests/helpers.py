@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_dir
 
 from pipeline.methods.base import TOLERANCE
 from pipeline.models import HMM
-from pipeline.operators import SparsePlusRankOne
+from pipeline.operators import LowRank, SparsePlusRankOne, entry_rows
 from pipeline.sweep.config import REPOSITORY, register
 from pipeline.sweep.main import replaceable
 
@@ -51,6 +51,26 @@ def random_structured(seed, n, m, constant_v=True, density=0.2) -> SparsePlusRan
     empty = np.asarray(S.sum(axis=1)).ravel() == 0  # rows without entries: all background
     u[empty] = 1 / v.sum()
     return SparsePlusRankOne(sp.csr_array(S), u, v)
+
+
+def random_low_rank(seed, n, m, rank=4, delta=0, zeros=0.0) -> LowRank:
+    """A row-stochastic ``LowRank`` with random factors (about a fraction ``zeros`` of
+    their entries exactly zero) and, for ``delta > 0``, the band ``|i - j| < delta``
+    kept, a fifth of its entries stored as exact zeros (which override the product)."""
+    rng = np.random.default_rng(seed)
+    left, right = rng.random((n, rank)), rng.random((m, rank))
+    left[rng.random(left.shape) < zeros] = 0.0
+    right[rng.random(right.shape) < zeros] = 0.0
+    left[:, 0] += 0.05  # no zero row
+    right[:, 0] += 0.05
+    row, column = np.nonzero(np.abs(np.subtract.outer(np.arange(n), np.arange(m))) < delta)
+    values = rng.random(row.size) * (rng.random(row.size) > 0.2)
+    band = sp.csr_array(sp.coo_array((values, (row, column)), shape=(n, m)))
+    sums = LowRank(left, right, band).toarray().sum(axis=1)
+    band = sp.csr_array(
+        (band.data / sums[entry_rows(band.indptr)], band.indices, band.indptr), shape=(n, m)
+    )
+    return LowRank(left / sums[:, None], right, band)
 
 
 # --- brute-force references ----------------------------------------------------------------

@@ -236,3 +236,51 @@ class TestBuildModel:
             "background": 0.01,
             "structured": False,
         }
+
+
+class TestKernel:
+    def test_features_estimate_the_softmax(self):
+        """phi(u) . phi(v) = sum_f exp(w_f . (u + v) - |u|^2/2 - |v|^2/2) has mean exp(u . v)
+        over standard normal w_f: with many features the rows are softmax(u_i . v_j)."""
+        n, dim, temperature = 30, 2, 2.0
+        hmm = build_model("kernel", n, seed=5, n_features=200_000, dim=dim, temperature=temperature)
+        rng = np.random.default_rng([5, 1])  # the transition stream, as kernel.features draws
+        scale = 1.0 / np.sqrt(np.sqrt(dim) * temperature)
+        U, V = (rng.standard_normal((n, dim)) * scale for _ in range(2))
+        T = toarray(hmm.transition)
+
+        def tv_to_softmax(logits):
+            softmax = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+            return 0.5 * np.abs(T - softmax).sum(axis=1).max()
+
+        assert tv_to_softmax(U @ V.T) < 0.02
+        assert tv_to_softmax(2 * U @ V.T) > 0.05  # the temperature is read as documented
+        assert (
+            np.linalg.matrix_rank(toarray(build_model("kernel", n, n_features=4).transition)) == 4
+        )
+
+    def test_band_holds_its_mass_and_the_kernel_the_rest(self):
+        n, delta = 40, 3
+        banded = toarray(
+            build_model("banded_kernel", n, seed=2, delta=delta, band_mass=0.3).transition
+        )
+        plain = toarray(build_model("kernel", n, seed=2).transition)
+        band = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) < delta
+        np.testing.assert_allclose(banded.sum(axis=1), 1.0, atol=1e-12)
+        np.testing.assert_allclose(np.where(band, banded, 0).sum(axis=1), 0.3, atol=1e-12)
+        # Off the band, the row is the kernel's row, rescaled to the remaining 0.7.
+        ratio = np.where(band, np.nan, banded / plain)
+        np.testing.assert_allclose(np.nanmax(ratio, axis=1), np.nanmin(ratio, axis=1), rtol=1e-10)
+
+    def test_seeds_and_checks(self):
+        a, b = (toarray(build_model("kernel", 20, seed=s).transition) for s in (1, 2))
+        assert not np.array_equal(a, b)
+        np.testing.assert_array_equal(a, toarray(build_model("kernel", 20, seed=1).transition))
+        for family, params, message in (
+            ("kernel", {"temperature": 0}, "temperature > 0"),
+            ("kernel", {"n_features": 0}, "n_features >= 1"),
+            ("banded_kernel", {"delta": 11}, "1 <= delta <= n_states / 2"),
+            ("banded_kernel", {"band_mass": 1.0}, "0 < band_mass < 1"),
+        ):
+            with pytest.raises(ValueError, match=message):
+                build_model(family, 20, **params)

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from pipeline.analysis.readings import (
+    COSTS,
     MODE_TITLES,
     label,
     models,
@@ -25,7 +26,13 @@ from pipeline.analysis.readings import (
 )
 
 PANEL = (3.8, 3.0)  # inches per panel
-METHOD_STYLES = {"topp": ("Blues", "o"), "topk": ("Oranges", "s"), "topp_states": ("Greens", "^")}
+METHOD_STYLES = {
+    "topp": ("Blues", "o"),
+    "topk": ("Oranges", "s"),
+    "topp_states": ("Greens", "^"),
+    "lowrank": ("Purples", "D"),
+    "banded_lowrank": ("Reds", "v"),
+}
 
 
 def styles(ds: xr.Dataset) -> dict[tuple[str, float], dict]:
@@ -219,34 +226,39 @@ def payoff_figure(ds: xr.Dataset) -> Figure:
     return figure
 
 
-def pareto_figure(ds: xr.Dataset) -> Figure:
-    """Cost against accuracy: TV at the last step against runtime per step.
+def pareto_figure(ds: xr.Dataset, cost: str = "runtime") -> Figure:
+    """Cost against accuracy: TV at the last step against ``cost`` (``COSTS``: the runtime
+    per step, or the entries the approximate transition matrix stores).
 
     One row per model and one column per mode; one marker per method and
-    setting, a black star for exact inference (TV 0), the Pareto front (the
-    most accurate point at each runtime) as a dashed line.
+    setting, a black star for exact inference (TV 0, runtime only), the Pareto
+    front (the most accurate point at each cost) as a dashed line.
     """
+    scale = 1e6 if cost == "runtime" else 1.0
+    unit = COSTS[cost] + (" [us]" if cost == "runtime" else "")
     pairs, modes = models(ds), [str(m) for m in ds["mode"].values]
     figure = Figure(figsize=(4.6 * len(modes), 3.0 * len(pairs) + 1.4), layout="constrained")
     axes = figure.subplots(len(pairs), len(modes), squeeze=False)
     figure.suptitle(
-        "Cost against accuracy: TV at the last step against runtime per step (medians over "
-        "seeds)\nblack star: exact; dashed: Pareto front, the most accurate method at each runtime"
+        f"Cost against accuracy: TV at the last step against {COSTS[cost]} (medians over "
+        "seeds)\n"
+        + ("black star: exact; " if cost == "runtime" else "")
+        + f"dashed: Pareto front, the most accurate method at each {COSTS[cost]}"
     )
     style = styles(ds)
     for row, (family, n) in enumerate(pairs):
         for column, mode in enumerate(modes):
             axis = axes[row, column]
-            found = points(ds, family, n, mode)
+            found = [p for p in points(ds, family, n, mode) if np.isfinite(getattr(p, cost))]
             for point in found:
+                x = getattr(point, cost) * scale
                 if point.method == "exact":
-                    axis.scatter(point.runtime * 1e6, 0.0, marker="*", s=120, color="black")
-                    continue
-                look = style[point.method, point.setting]
-                axis.scatter(point.runtime * 1e6, point.tv, s=36, **look)
-            front = pareto(found)
+                    axis.scatter(x, 0.0, marker="*", s=120, color="black")
+                else:
+                    axis.scatter(x, point.tv, s=36, **style[point.method, point.setting])
+            front = pareto(found, cost)
             axis.step(
-                [p.runtime * 1e6 for p in front],
+                [getattr(p, cost) * scale for p in front],
                 [p.tv for p in front],
                 where="post",
                 color="black",
@@ -255,9 +267,10 @@ def pareto_figure(ds: xr.Dataset) -> Figure:
             )
             axis.set(
                 xscale="log",
-                xlabel="runtime per step [us]",
+                xlabel=unit,
                 ylabel="TV at the last step",
                 title=f"{family}, n={n}: {MODE_TITLES[mode]}",
             )
-    _legend(figure, ds, [Line2D([], [], color="black", marker="*", linestyle="", label="exact")])
+    extra = [Line2D([], [], color="black", marker="*", linestyle="", label="exact")]
+    _legend(figure, ds, extra if cost == "runtime" else None)
     return figure

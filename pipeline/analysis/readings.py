@@ -7,7 +7,13 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-METHOD_TITLES = {"topp": "top-p", "topk": "top-k", "topp_states": "top-p states"}
+METHOD_TITLES = {
+    "topp": "top-p",
+    "topk": "top-k",
+    "topp_states": "top-p states",
+    "lowrank": "low-rank",
+    "banded_lowrank": "banded low-rank",
+}
 MODE_TITLES = {"predict": "prediction", "filter": "filtering"}
 
 
@@ -103,6 +109,11 @@ class Point(NamedTuple):
     setting: float  # NaN for exact
     runtime: float  # seconds per step
     tv: float  # TV at the last step (0 for exact)
+    stored: float = float("nan")  # numbers the approximate transition matrix stores (NaN: exact)
+
+
+COSTS = {"runtime": "runtime per step", "stored": "stored transition entries"}
+"""What a Pareto front can trade accuracy against: ``Point`` fields and their titles."""
 
 
 def points(ds: xr.Dataset, family: str, n_states: int, mode: str) -> list[Point]:
@@ -124,8 +135,9 @@ def points(ds: xr.Dataset, family: str, n_states: int, mode: str) -> list[Point]
         ok = one["done"]
         runtime = finite_median(one["runtime_approx"].isel(t=-1).where(ok)) / steps
         tv = finite_median(one["tv"].isel(t=-1).where(ok))
+        stored = finite_median(one["stored_entries"].where(ok))
         if np.isfinite(runtime) and np.isfinite(tv):
-            found.append(Point(method, setting, runtime, tv))
+            found.append(Point(method, setting, runtime, tv, stored))
     return found
 
 
@@ -134,15 +146,17 @@ FRONT_GAIN = 0.01
 more than this fraction: a 0.0360 against a 0.0359 is no reason to run 5x longer."""
 
 
-def pareto(candidates: list[Point]) -> list[Point]:
-    """The points no other point beats in both runtime and TV, by increasing runtime.
+def pareto(candidates: list[Point], cost: str = "runtime") -> list[Point]:
+    """The points no other point beats in both ``cost`` (a field of ``COSTS``) and TV, by
+    increasing cost.
 
-    Each point on the front is the most accurate at its runtime: every faster
+    Each point on the front is the most accurate at its cost: every cheaper
     point has a TV larger by more than ``FRONT_GAIN`` (exact inference, TV 0,
-    always joins).
+    always joins where its cost is known). Points of unknown cost are left out.
     """
+    known = [p for p in candidates if np.isfinite(getattr(p, cost))]
     front = []
-    for point in sorted(candidates, key=lambda p: (p.runtime, p.tv)):
+    for point in sorted(known, key=lambda p: (getattr(p, cost), p.tv)):
         if not front or point.tv < front[-1].tv * (1 - FRONT_GAIN):
             front.append(point)
     return front

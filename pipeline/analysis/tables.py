@@ -13,6 +13,7 @@ import xarray as xr
 from pipeline.analysis.figures import break_even_text
 from pipeline.analysis.paper import PAPER_SIZES
 from pipeline.analysis.readings import (
+    COSTS,
     METHOD_TITLES,
     MODE_TITLES,
     cells,
@@ -135,28 +136,36 @@ def payoff_table(ds: xr.Dataset) -> str:
     return _markdown(header, rows)
 
 
-def _point(point) -> str:
+def _point(point, cost: str = "runtime") -> str:
     name = "exact" if point.method == "exact" else label(point.method, point.setting)
-    return f"{name} ({point.runtime * 1e6:.3g} us, {point.tv:.3g})"
+    if cost == "runtime":
+        return f"{name} ({point.runtime * 1e6:.3g} us, {point.tv:.3g})"
+    return f"{name} ({point.stored:.3g}, {point.tv:.3g})"
 
 
-def front_table(ds: xr.Dataset) -> str:
-    """Per model and mode: the Pareto front from the fastest point to exact inference.
+def front_table(ds: xr.Dataset, cost: str = "runtime") -> str:
+    """Per model and mode: the Pareto front against ``cost`` (``COSTS``), cheapest first.
 
-    Each listed point is the most accurate method at its runtime per step:
-    every faster point has a larger TV at the last step. The last column
-    counts how often each method is on the fronts of the family.
+    Each listed point is the most accurate method at its cost: every cheaper
+    point has a larger TV at the last step. The last lines count how often
+    each method is on the fronts of each family.
     """
-    header = ["family", "n_states", "mode", "most accurate at each runtime (us per step, TV)"]
+    unit = "us per step" if cost == "runtime" else "stored entries"
+    header = ["family", "n_states", "mode", f"most accurate at each {COSTS[cost]} ({unit}, TV)"]
     rows, on_front = [], {}
     for family, n in models(ds):
         for mode in ds["mode"].values:
-            front = pareto(points(ds, family, n, str(mode)))
+            front = pareto(points(ds, family, n, str(mode)), cost)
             on_front.setdefault(family, Counter()).update(
                 p.method for p in front if p.method != "exact"
             )
             rows.append(
-                [family, str(n), MODE_TITLES[str(mode)], " < ".join(_point(p) for p in front)]
+                [
+                    family,
+                    str(n),
+                    MODE_TITLES[str(mode)],
+                    " < ".join(_point(p, cost) for p in front),
+                ]
             )
     table = _markdown(header, rows)
     summary = [

@@ -6,8 +6,9 @@ per-step Python overhead and a speedup measures the method, not the
 interpreter. They take the matrix as a layout, a ``NamedTuple`` of arrays whose
 class says how a step reads it: ``Dense`` (one BLAS matrix-vector product, or
 the rows of the non-zero states when they are few), ``CsrRows`` and ``CsrEntries`` (scatter
-the stored entries row by row, or in one flat loop for short rows), and
-``Structured`` (a CSR layout plus a rank-one update). ``advance`` and
+the stored entries row by row, or in one flat loop for short rows),
+``Structured`` (a CSR layout plus a rank-one update) and ``LowRank`` (two thin
+BLAS products plus a sparse correction). ``advance`` and
 ``advance_block`` are resolved per layout class when the recursion compiles
 (``numba.extending.overload``), so each layout gets its own compiled loop and
 a new layout is one class and its two overloads here. Each step reads the
@@ -82,6 +83,15 @@ class Structured(NamedTuple):
     sparse: CsrRows | CsrEntries
     u: np.ndarray
     v: np.ndarray
+
+
+class LowRank(NamedTuple):
+    """``left @ right.T`` plus a sparse ``correction`` (the band's entries minus the
+    product there): ``left`` (n, F), ``right`` (m, F)."""
+
+    correction: CsrRows | CsrEntries
+    left: np.ndarray
+    right: np.ndarray
 
 
 def _is(layout, cls) -> bool:
@@ -237,6 +247,18 @@ def _advance_structured(layout, belief, out):
     return None
 
 
+@overload(advance, jit_options=JIT)
+def _advance_low_rank(layout, belief, out):
+    if _is(layout, LowRank):
+
+        def step(layout, belief, out):
+            advance(layout.correction, belief, out)
+            out += np.dot(layout.right, np.dot(belief, layout.left))
+
+        return step
+    return None
+
+
 @overload(advance_block, jit_options=JIT)
 def _advance_block_dense(layout, block, out):
     if _is(layout, Dense):
@@ -260,6 +282,18 @@ def _advance_block_structured(layout, block, out):
         def step(layout, block, out):
             advance_block(layout.sparse, block, out)
             _add_rank_one_block(layout.u, layout.v, block, out)
+
+        return step
+    return None
+
+
+@overload(advance_block, jit_options=JIT)
+def _advance_block_low_rank(layout, block, out):
+    if _is(layout, LowRank):
+
+        def step(layout, block, out):
+            advance_block(layout.correction, block, out)
+            out += np.dot(layout.right, np.dot(layout.left.T, block))
 
         return step
     return None
@@ -289,7 +323,7 @@ def forward(layout, initial, likelihoods, rows, prune_target, beliefs, elapsed, 
 
     Parameters
     ----------
-    layout : the transition matrix as ``Dense``, ``CsrRows``, ``CsrEntries`` or ``Structured``.
+    layout : the transition matrix as a layout of this module (``Dense``, ``CsrRows``, ...).
     initial : (n,) ``P(S_0)``.
     likelihoods : (k, n) ``P(o | S)`` for each distinct observed symbol.
     rows : (T,) int, the row of ``likelihoods`` observed at step t, or -1.

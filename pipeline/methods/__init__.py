@@ -6,7 +6,10 @@ naming the allowed range, and a pure ``approximate(hmm, setting) -> Approximatio
 
 - ``topp``: top-p transitions (the top-p paper), setting ``p`` in (0, 1];
 - ``topk``: top-k transitions (Vithanage et al.), setting ``k``, an integer >= 1;
-- ``topp_states``: belief pruning to the top-p states after every step, setting ``p``.
+- ``topp_states``: belief pruning to the top-p states after every step, setting ``p``;
+- ``lowrank``: the rank-r non-negative stochastic fit of the transitions (seed 002),
+  setting ``r``;
+- ``banded_lowrank``: the band ``|i - j| < 3`` kept exactly, the rest fitted at rank ``r``.
 
 A new method is one module here, registered in ``METHODS``, plus its tests;
 every method passes the contract suite of ``tests/methods``.
@@ -22,11 +25,17 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from pipeline.methods import topk, topp, topp_states
+from pipeline.methods import banded_lowrank, lowrank, topk, topp, topp_states
 from pipeline.methods.base import Approximation
 from pipeline.models.hmm import HMM
 
-METHODS: dict[str, ModuleType] = {"topp": topp, "topk": topk, "topp_states": topp_states}
+METHODS: dict[str, ModuleType] = {
+    "topp": topp,
+    "topk": topk,
+    "topp_states": topp_states,
+    "lowrank": lowrank,
+    "banded_lowrank": banded_lowrank,
+}
 """Method name (the ``method`` coordinate and ``grid.methods`` key) -> its module."""
 
 

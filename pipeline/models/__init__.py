@@ -2,7 +2,9 @@
 
 Every family module has ``build(n_states, seed=0, **params) -> HMM`` and a
 cheap ``check(n_states, **params)`` that raises on values ``build`` rejects; a
-family whose model does not depend on the seed says so with ``SEEDED = False``.
+family whose model does not depend on the seed says so with ``SEEDED = False``, and one
+whose exact minimal mixing rate is feasible only for few states gives that limit as
+``GAMMA_EXACT_MAX_STATES``.
 
 >>> from pipeline.models import build_model
 >>> build_model("weather", 6).n_states
@@ -14,7 +16,17 @@ from __future__ import annotations
 import inspect
 from types import ModuleType
 
-from pipeline.models import bell, dirichlet, lm, lm_smoothed, peaked, uniform, weather
+from pipeline.models import (
+    banded_kernel,
+    bell,
+    dirichlet,
+    kernel,
+    lm,
+    lm_smoothed,
+    peaked,
+    uniform,
+    weather,
+)
 from pipeline.models.hmm import HMM
 
 FAMILIES: dict[str, ModuleType] = {
@@ -25,6 +37,8 @@ FAMILIES: dict[str, ModuleType] = {
     "lm_smoothed": lm_smoothed,
     "dirichlet": dirichlet,
     "peaked": peaked,
+    "kernel": kernel,
+    "banded_kernel": banded_kernel,
 }
 """Family name -> its module."""
 
@@ -53,6 +67,12 @@ def seeded(family: str) -> bool:
     return getattr(_family(family), "SEEDED", True)
 
 
+def gamma_exact_max_states(family: str) -> float:
+    """The most states for which ``family``'s exact minimal mixing rate is feasible
+    (``GAMMA_EXACT_MAX_STATES``, default unlimited)."""
+    return getattr(_family(family), "GAMMA_EXACT_MAX_STATES", float("inf"))
+
+
 def check_model(family: str, n_states: int, **params) -> None:
     """Raise ``ValueError`` (or ``FileNotFoundError``) for arguments ``build_model`` rejects.
 
@@ -77,12 +97,21 @@ def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
     Families: ``weather`` (Example 1, 6 states), ``uniform`` and ``bell``
     (Section 5), ``lm`` (word bigrams, maximum likelihood or with additive
     smoothing) and ``lm_smoothed`` (the same, smoothed by default),
-    ``dirichlet`` (random Dirichlet rows) and ``peaked`` (a few random successors on a
-    flat background, for very large models); see each module's docstring.
+    ``dirichlet`` (random Dirichlet rows), ``peaked`` (a few random successors on a
+    flat background, for very large models), ``kernel`` and ``banded_kernel`` (low-rank
+    feature-map transitions, without and with a band, seed 002); see each module's docstring.
     ``params`` are the family's keyword parameters (``family_parameters``).
     """
     check_model(family, n_states, **params)
     return _family(family).build(int(n_states), seed=seed, **params)
 
 
-__all__ = ["FAMILIES", "HMM", "build_model", "check_model", "family_parameters", "seeded"]
+__all__ = [
+    "FAMILIES",
+    "HMM",
+    "build_model",
+    "check_model",
+    "family_parameters",
+    "gamma_exact_max_states",
+    "seeded",
+]

@@ -5,7 +5,9 @@ Formats, one module each:
 - ``dense``: ``numpy.ndarray`` (n, m);
 - ``csr``: ``scipy.sparse.csr_array`` (n, m), what top-p and top-k produce;
 - ``structured``: ``SparsePlusRankOne``, ``S + outer(u, v)`` kept factored, for
-  exact models of 10^5 to 10^6 states that are peaks on a flat background.
+  exact models of 10^5 to 10^6 states that are peaks on a flat background;
+- ``lowrank``: ``LowRank``, ``left @ right.T`` with an optional band kept exactly,
+  the kernel (feature-map) transitions of seed 002 and the ``lowrank`` methods' fits.
 
 Operations (``pipeline.operators.base``, one ``functools.singledispatch``
 function each, registered by every format): ``as_operator``, ``check_entries``,
@@ -26,7 +28,7 @@ array([1., 1.])
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.operators import csr, dense, structured  # noqa: F401 - each registers its format
+from pipeline.operators import csr, dense, lowrank, structured  # noqa: F401 - each registers its format
 from pipeline.operators.base import (
     DenseRows,
     Peaks,
@@ -48,13 +50,15 @@ from pipeline.operators.base import (
     toarray,
 )
 from pipeline.operators.csr import entry_rows
+from pipeline.operators.lowrank import LowRank
 from pipeline.operators.structured import SparsePlusRankOne
 
-Matrix = np.ndarray | sp.csr_array | SparsePlusRankOne
+Matrix = np.ndarray | sp.csr_array | SparsePlusRankOne | LowRank
 """A transition or emission matrix in any of the formats."""
 
 __all__ = [
     "DenseRows",
+    "LowRank",
     "Matrix",
     "Peaks",
     "SparsePlusRankOne",

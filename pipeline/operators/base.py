@@ -86,6 +86,19 @@ def bad_entry(name: str, row: int, column: int, value: float, *, vector: bool) -
     return ValueError(f"{where} = {float(value):.12g}; entries must be finite and non-negative")
 
 
+def check_factors(name: str, **factors: np.ndarray) -> None:
+    """Raise ``ValueError`` naming the first negative or non-finite entry of any factor of a
+    factored format (``name.factor[index]``): factors must be finite and non-negative."""
+    for factor, values in factors.items():
+        bad = ~np.isfinite(values) | (values < 0)
+        if bad.any():
+            where = tuple(int(k) for k in np.argwhere(bad)[0])
+            raise ValueError(
+                f"{name}.{factor}[{', '.join(map(str, where))}] = {float(values[where]):.12g}; "
+                "the factors must be finite and non-negative"
+            )
+
+
 @singledispatch
 def as_operator(matrix, name: str = "matrix"):
     """``matrix`` in its canonical format: float64, C-contiguous dense 2-D arrays,

@@ -86,18 +86,6 @@ class SparsePlusRankOne:
         return sp.csr_array((values, self.sparse.indices, self.sparse.indptr), shape=self.shape)
 
 
-def _check_factors(name: str, T: SparsePlusRankOne) -> None:
-    """Entries off the sparse pattern are ``u[i] * v[j]``: both factors must be >= 0."""
-    for factor, values in (("u", T.u), ("v", T.v)):
-        bad = ~np.isfinite(values) | (values < 0)
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"{name}.{factor}[{k}] = {float(values[k]):.12g}; the rank-one "
-                "factors must be finite and non-negative"
-            )
-
-
 @base.as_operator.register
 def _(matrix: SparsePlusRankOne, name: str = "matrix") -> SparsePlusRankOne:
     return matrix
@@ -105,7 +93,8 @@ def _(matrix: SparsePlusRankOne, name: str = "matrix") -> SparsePlusRankOne:
 
 @base.check_entries.register
 def _(T: SparsePlusRankOne, name: str, *, vector: bool = False) -> None:
-    _check_factors(name, T)
+    # Entries off the sparse pattern are u[i] * v[j]: both factors must be >= 0.
+    base.check_factors(name, u=T.u, v=T.v)
     base.check_entries(T.pattern(), name, vector=vector)
 
 

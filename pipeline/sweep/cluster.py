@@ -1,18 +1,40 @@
-"""Dask clusters from ``dask_cluster.yaml`` entries: start or connect, then close.
+"""Dask clusters from ``dask_cluster.yaml`` entries: start or connect, keep, close.
 
 The sweep's entry point makes the client here and passes it down; nothing
-else in the pipeline creates one.
+else in the pipeline creates one. A cluster started here listens where its
+entry says (``host``, ``dashboard_address``: loopback for a local cluster),
+is scaled back to its size while the sweep runs, so a lost worker or batch job
+is replaced, and is closed on exit, which cancels a jobqueue cluster's jobs.
+An entry's ``security`` turns on TLS with mutual authentication: certificate
+files of your own, or a temporary certificate authority for this sweep alone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import shutil
+import tempfile
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
-from distributed import Client, LocalCluster
+import dask
+from distributed import Client, LocalCluster, Security
+from distributed.utils import format_dashboard_link
+from omegaconf import OmegaConf
+from tornado.ioloop import PeriodicCallback
 
 from pipeline.sweep.config import ConfigError
+
+KEEP_SECONDS = 2.0
+"""How often a started cluster is scaled back to its size (replacing lost workers)."""
+LOST_WORKER_TIMEOUT = "3s"
+"""How long a started cluster waits for a lost worker to come back before replacing it."""
+
+
+class NoWorkers(RuntimeError):
+    """No worker was connected for ``wait_for_workers`` seconds."""
 
 
 def _optional(module: str, extra: str, kind: str):
@@ -25,67 +47,252 @@ def _optional(module: str, extra: str, kind: str):
         ) from None
 
 
-def _start(cfg):
-    """A new cluster for ``cfg.kind`` (not ``address``)."""
+def _plain(value):
+    """A config value as plain Python (lists and dicts, not OmegaConf nodes)."""
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+
+
+def tls_settings(ca_file: str, cert: str, key: str | None) -> dict:
+    """Dask settings that make this process, the scheduler and the workers use TLS with
+    these files (absolute paths, so processes started elsewhere find them)."""
+
+    def absolute(path):
+        return str(Path(path).resolve()) if path else None
+
+    settings = {
+        "distributed.comm.require-encryption": True,
+        "distributed.comm.tls.ca-file": absolute(ca_file),
+    }
+    for role in ("client", "scheduler", "worker"):
+        settings[f"distributed.comm.tls.{role}.cert"] = absolute(cert)
+        settings[f"distributed.comm.tls.{role}.key"] = absolute(key)
+    return settings
+
+
+@contextlib.contextmanager
+def tls(security) -> Iterator[dict]:
+    """Dask's TLS settings for a ``security`` entry ({} when TLS is off).
+
+    ``temporary`` generates a certificate authority and one certificate
+    (``Security.temporary``) and writes them to a private directory in the working
+    directory, removed on exit.
+    """
+    if security.temporary:
+        generated = Security.temporary()
+        pem = {
+            "ca_file": generated.tls_ca_file,
+            "cert": generated.tls_scheduler_cert,
+            "key": generated.tls_scheduler_key,
+        }
+        with tempfile.TemporaryDirectory(prefix=".dask-tls-", dir=Path.cwd()) as folder:
+            paths = {}
+            for name, text in pem.items():
+                paths[name] = Path(folder) / f"{name}.pem"
+                paths[name].write_text(text)
+            yield tls_settings(**paths)
+    elif security.ca_file:
+        yield tls_settings(security.ca_file, security.cert, security.key)
+    else:
+        yield {}
+
+
+def _dashboard(cfg) -> str:
+    """``dashboard_address`` with ``host`` filled in for a bare ``:port``."""
+    address = cfg.dashboard_address
+    return f"{cfg.host}{address}" if address.startswith(":") and cfg.host else address
+
+
+def jobqueue_options(cfg) -> dict:
+    """dask-jobqueue's keyword arguments for a ``slurm`` or ``pbs`` entry (TLS aside)."""
+    options = {
+        name: _plain(cfg[name])
+        for name in (
+            "cores",
+            "processes",
+            "memory",
+            "walltime",
+            "queue",
+            "account",
+            "job_extra_directives",
+            "job_script_prologue",
+            "local_directory",
+            "interface",
+            "death_timeout",
+        )
+    }
+    scheduler = {"dashboard_address": _dashboard(cfg)}
+    if cfg.host:
+        scheduler["host"] = cfg.host
+        options["worker_extra_args"] = ["--host", cfg.host]
+    return {**options, "scheduler_options": scheduler}
+
+
+async def _submit(cluster, jobs: int) -> None:
+    """Submit ``jobs`` batch jobs and wait for the submit command's answers, so a refusal
+    (e.g. sbatch's "invalid partition") is raised here instead of logged in the background.
+
+    What ``scale`` does, but awaited: add the jobs to the cluster's spec and correct its
+    state (on the cluster's event loop).
+    """
+    while len(cluster.worker_spec) < jobs:
+        cluster.worker_spec.update(cluster.new_worker_spec())
+    await cluster._correct_state()
+
+
+def _start(cfg, security: Security | None):
+    """A new cluster for ``cfg.kind`` (not ``address``) and how to scale it back to its size."""
     if cfg.kind == "local":
-        return LocalCluster(
+        cluster = LocalCluster(
             n_workers=cfg.n_workers,
             threads_per_worker=cfg.threads_per_worker,
             processes=True,
             memory_limit=cfg.memory_limit,
-            dashboard_address=cfg.dashboard_address,
+            host=cfg.host,
+            dashboard_address=_dashboard(cfg),
+            protocol="tls://" if security else None,
+            security=security,
         )
+        size = len(cluster.worker_spec)
+        return cluster, lambda: cluster.scale(size)
     if cfg.kind in ("slurm", "pbs"):
         jobqueue = _optional("dask_jobqueue", "jobqueue", cfg.kind)
         cls = jobqueue.SLURMCluster if cfg.kind == "slurm" else jobqueue.PBSCluster
-        options = {
-            k: cfg[k]
-            for k in (
-                "cores",
-                "processes",
-                "memory",
-                "walltime",
-                "queue",
-                "account",
-                "job_extra_directives",
-                "job_script_prologue",
-                "local_directory",
+        submit = cls.job_cls.submit_command
+        if shutil.which(submit) is None:
+            raise ConfigError(
+                "cluster", f"cluster={cfg.kind} needs {submit} on PATH (a {cfg.kind} login node)"
             )
-        }
-        cluster = cls(**{k: (list(v) if k.startswith("job_") else v) for k, v in options.items()})
-        cluster.scale(jobs=cfg.jobs)
-        return cluster
+        cluster = cls(**jobqueue_options(cfg), security=security)
+        try:
+            cluster.sync(_submit, cluster, cfg.jobs)
+        except BaseException:
+            # SpecCluster cannot close a job that was never submitted (it asserts on
+            # its state); close what it can, the caller reports the refusal.
+            with contextlib.suppress(Exception):
+                cluster.close()
+            raise
+        return cluster, lambda: cluster.scale(jobs=cfg.jobs)
     if cfg.kind == "ssh":
         _optional("asyncssh", "ssh", "ssh")
         from distributed import SSHCluster
 
-        return SSHCluster(
+        listen = {"host": cfg.host} if cfg.host else {}
+        cluster = SSHCluster(
             list(cfg.hosts),
-            connect_options=dict(cfg.connect_options),
-            worker_options={"n_workers": cfg.workers_per_host, "nthreads": cfg.threads_per_worker},
+            connect_options=_plain(cfg.connect_options),
+            worker_options={
+                "n_workers": cfg.workers_per_host,
+                "nthreads": cfg.threads_per_worker,
+                **listen,
+            },
+            scheduler_options={
+                "dashboard_address": _dashboard(cfg),
+                **listen,
+                **({"protocol": "tls"} if security else {}),
+            },
             remote_python=cfg.remote_python,
+            security=security,
         )
+        size = len(cluster.worker_spec)
+        return cluster, lambda: cluster.scale(size)
     raise ConfigError("cluster.kind", f"unknown kind {cfg.kind!r}")
+
+
+def _why(error: BaseException) -> str:
+    """One line from the innermost cause of ``error`` (e.g. sbatch's own message)."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[-1] if lines else ''}"[:300]
+
+
+@contextlib.contextmanager
+def _kept(cluster, resize) -> Iterator[None]:
+    """Scale ``cluster`` back to its size every ``KEEP_SECONDS`` (on its event loop)."""
+    callback = PeriodicCallback(resize, KEEP_SECONDS * 1000)
+    cluster.loop.add_callback(callback.start)
+    try:
+        yield
+    finally:
+        cluster.loop.add_callback(callback.stop)
+
+
+def _first_worker(client: Client, cfg) -> None:
+    try:
+        client.wait_for_workers(1, timeout=cfg.wait_for_workers)
+    except TimeoutError:
+        raise NoWorkers(
+            f"no Dask worker connected within {cfg.wait_for_workers:g} s (cluster.wait_for_workers)"
+        ) from None
 
 
 @contextlib.contextmanager
 def connect(cfg) -> Iterator[Client]:
-    """A client of the cluster ``cfg`` describes; started clusters are closed on exit.
+    """A client of the cluster ``cfg`` describes, with at least one worker.
 
-    An ``address`` that no scheduler answers within ``cfg.timeout`` seconds
-    raises ``ConfigError``.
+    A started cluster is closed on exit (its batch jobs cancelled). An
+    ``address`` no scheduler answers within ``cfg.timeout`` seconds, or a
+    cluster that cannot start, raises ``ConfigError``; no worker within
+    ``cfg.wait_for_workers`` seconds raises ``NoWorkers``.
     """
-    if cfg.kind == "address":
+    settings = {"distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT}
+    with tls(cfg.security) as tls_config, dask.config.set({**settings, **tls_config}):
+        security = Security() if tls_config else None
+        if cfg.kind == "address":
+            try:
+                client = Client(cfg.address, timeout=cfg.timeout, security=security)
+            except (OSError, TimeoutError) as error:
+                raise ConfigError(
+                    "cluster.address",
+                    f"no Dask scheduler answered at {cfg.address} within {cfg.timeout:g} s "
+                    f"({type(error).__name__}); start one with `dask scheduler` or fix the "
+                    "address" + (" or cluster.security" if security else ""),
+                ) from None
+            with client:
+                _first_worker(client, cfg)
+                yield client
+            return
         try:
-            client = Client(cfg.address, timeout=cfg.timeout)
-        except (OSError, TimeoutError) as error:
+            cluster, resize = _start(cfg, security)
+        except (OSError, RuntimeError, TimeoutError) as error:
             raise ConfigError(
-                "cluster.address",
-                f"no Dask scheduler answered at {cfg.address} within {cfg.timeout:g} s "
-                f"({type(error).__name__}); start one with `dask scheduler` or fix the address",
+                "cluster", f"cluster={cfg.kind} did not start: {_why(error)}"
             ) from None
-        with client:
+        with cluster, _kept(cluster, resize), Client(cluster, security=security) as client:
+            _first_worker(client, cfg)
             yield client
-        return
-    with _start(cfg) as cluster, Client(cluster) as client:
-        yield client
+
+
+def dashboard_link(client: Client, cfg) -> str:
+    """The dashboard's address as it is served: the host it is bound to where that is one
+    address, else the scheduler's; 'none' when the scheduler serves no dashboard."""
+    port = client.scheduler_info()["services"].get("dashboard")
+    if port is None:
+        return "none (the scheduler serves no dashboard)"
+    host = client.scheduler.address.split("://")[-1].rsplit(":", 1)[0]
+    if cfg.kind != "address":
+        bound = _dashboard(cfg).rsplit(":", 1)[0]
+        host = bound if bound not in ("", "0.0.0.0") else host
+    return format_dashboard_link(host, port)
+
+
+class WorkerWatch:
+    """Called often during the sweep: raises ``NoWorkers`` once the client has had no worker
+    for ``timeout`` seconds (all lost and none replaced). Asks the scheduler once a second."""
+
+    def __init__(self, client: Client, timeout: float):
+        self.client, self.timeout = client, timeout
+        self._checked, self._seen = float("-inf"), time.monotonic()
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now - self._checked < 1.0:
+            return
+        self._checked = now
+        if self.client.nthreads():
+            self._seen = now
+        elif now - self._seen >= self.timeout:
+            raise NoWorkers(
+                f"no Dask worker for {self.timeout:g} s: every worker was lost and none "
+                "replaced (cluster.wait_for_workers)"
+            )

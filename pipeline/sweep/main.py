@@ -18,17 +18,16 @@ from distributed import as_completed
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
-from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from pipeline import open_results
 from pipeline.analysis import summary_table
 from pipeline.sweep import plan, tasks
-from pipeline.sweep.cluster import connect
+from pipeline.sweep.cluster import NoWorkers, WorkerWatch, connect, dashboard_link
 from pipeline.sweep.config import REPOSITORY, ConfigError, check_writable, register, validate
 from pipeline.sweep.grid import Grid
 from pipeline.sweep.progress import Progress
-from pipeline.sweep.provenance import now, provenance
+from pipeline.sweep.provenance import now, provenance, public_config
 from pipeline.sweep.store import ResultStore
 
 VERSION_BASE = "1.3"
@@ -88,6 +87,7 @@ def compute(client, grid: Grid, store: ResultStore, cfg) -> None:
         fuse_states=cfg.fuse_states,
     )
     log.info("%d cells to compute, %d already done", len(cells), store.n_done)
+    watch = WorkerWatch(client, cfg.cluster.wait_for_workers)
     finished = as_completed(futures)
     last_flush, pending = time.monotonic(), False
     try:
@@ -111,6 +111,7 @@ def compute(client, grid: Grid, store: ResultStore, cfg) -> None:
                 store.flush()
                 last_flush, pending = time.monotonic(), False
             if not batch:
+                watch()
                 time.sleep(0.02)
     finally:
         store.flush()
@@ -125,9 +126,10 @@ def run(cfg) -> int:
     check_writable(path)
     ResultStore.check(path, grid, overwrite=cfg.overwrite)
     with connect(cfg.cluster) as client:
-        log.info("Dask dashboard: %s", client.dashboard_link)
+        log.info("Dask scheduler: %s", client.scheduler.address)
+        log.info("Dask dashboard: %s", dashboard_link(client, cfg.cluster))
         attrs = {
-            "config": OmegaConf.to_yaml(cfg, resolve=True),
+            "config": public_config(cfg),
             "start_time": now(),
             **provenance(),
         }
@@ -159,6 +161,12 @@ def _hydra_main(cfg) -> None:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+    except NoWorkers as error:
+        print(
+            f"error: {error}; finished cells are stored: run the same command to resume",
+            file=sys.stderr,
+        )
+        sys.exit(1)
     if status:
         sys.exit(status)
 

@@ -2,7 +2,7 @@
 
 Per model ``(family, n_states, seed)``: one build and one gamma (an exact
 pair search split into tasks of about 2000 rows, or the Doeblin bound above
-``gamma_exact_max_states``); a family whose models ignore the seed
+``gamma_exact_max_states`` or the family's own limit); a family whose models ignore the seed
 (``SEEDED = False``, e.g. the LM) builds one model for all seeds. Per model,
 mode and seed: one exact reference run (none above ``exact_max_states``); per
 model, method and setting: one approximation; per cell: the timed exact and
@@ -29,7 +29,7 @@ from dask.base import tokenize
 from dask.delayed import Delayed
 from distributed import Client, Future
 
-from pipeline.models import seeded
+from pipeline.models import gamma_exact_max_states, seeded
 from pipeline.sweep import tasks
 from pipeline.sweep.grid import Cell, Grid
 
@@ -60,7 +60,8 @@ def model_plan(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> 
 
     point = (spec.family, spec.n_states, spec.seed)
     model = delayed(tasks.build)(spec, dask_key_name=key("model", *point))
-    exact_gamma = spec.n_states <= settings.gamma_exact_max_states
+    limit = min(settings.gamma_exact_max_states, gamma_exact_max_states(spec.family))
+    exact_gamma = spec.n_states <= limit
     parts = gamma_parts(spec.n_states) if exact_gamma else 0
     shares = [
         delayed(tasks.mixing_part)(

@@ -1,4 +1,9 @@
-"""What a results store records about how it was made."""
+"""What a results store records about how it was made, and never a secret.
+
+The store's attributes hold the resolved config with the values of secret-looking keys
+(passwords, passphrases, tokens, keys: ``SECRET_WORDS``) replaced by ``REDACTED``, and
+nothing from the environment: no certificate or key contents, no tokens.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+from omegaconf import OmegaConf
 
 PACKAGES = (
     "topp-pipeline",
@@ -23,6 +29,29 @@ PACKAGES = (
     "hydra-core",
     "threadpoolctl",
 )
+
+
+SECRET_WORDS = ("password", "passphrase", "secret", "token", "key")
+"""A config key whose name contains one of these has its value redacted."""
+REDACTED = "<redacted>"
+
+
+def _redacted(node):
+    if isinstance(node, dict):
+        return {
+            name: REDACTED
+            if value is not None and any(word in str(name).lower() for word in SECRET_WORDS)
+            else _redacted(value)
+            for name, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_redacted(value) for value in node]
+    return node
+
+
+def public_config(cfg) -> str:
+    """The resolved config as YAML, secret-looking values redacted (``SECRET_WORDS``)."""
+    return OmegaConf.to_yaml(_redacted(OmegaConf.to_container(cfg, resolve=True)))
 
 
 def now() -> str:

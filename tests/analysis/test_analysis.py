@@ -17,7 +17,14 @@ from pipeline.sweep.store import _template
 
 from helpers import composed
 
-FIGURES = ("runtime.png", "tv.png", "pareto.png", "sparsity_speedup.png", "payoff.png")
+FIGURES = (
+    "runtime.png",
+    "tv.png",
+    "pareto.png",
+    "pareto_size.png",
+    "sparsity_speedup.png",
+    "payoff.png",
+)
 
 
 def test_analysis_of_a_smoke_store(smoke, tmp_path):
@@ -35,7 +42,9 @@ def test_analysis_of_a_smoke_store(smoke, tmp_path):
     payoff_rows = text.split("## When top-p pays")[1].split("## Minimal mixing rate")[0]
     assert "| prediction | 24 |" in payoff_rows and "| filtering | 24 |" in payoff_rows  # 3x2x2x2
     fronts = text.split("## Which approximation pays")[1].split("## When top-p pays")[0]
-    assert fronts.count("| bell | ") == 4 and "exact (" in fronts  # 2 sizes x 2 modes
+    by_runtime, by_size = fronts.split("numbers its transition matrix stores")
+    assert by_runtime.count("| bell | ") == 4 and "exact (" in by_runtime  # 2 sizes x 2 modes
+    assert by_size.count("| bell | ") == 4 and "exact (" not in by_size  # no stored size
     assert "- bell: " in fronts and "- dirichlet: " in fronts
 
 
@@ -186,11 +195,16 @@ def comparison_dataset():
     )
     ds, _ = _template(grid, {})
     ds["done"][:] = True
-    values = {("topp", 0.5): (3e-6, 0.4), ("topp", 0.9): (5e-6, 0.05), ("topk", 3.0): (1e-6, 0.3)}
-    for (method, setting), (runtime, tv) in values.items():
+    values = {
+        ("topp", 0.5): (3e-6, 0.4, 50),
+        ("topp", 0.9): (5e-6, 0.05, 200),
+        ("topk", 3.0): (1e-6, 0.3, 60),
+    }
+    for (method, setting), (runtime, tv, stored) in values.items():
         where = {"method": method, "setting": setting}
         ds["runtime_approx"].loc[where] = runtime * ds["t"]
         ds["tv"].loc[where] = tv
+        ds["stored_entries"].loc[where] = stored
         ds["runtime_exact"].loc[where] = 2e-5 * ds["t"]
     ds["done"] = ds["done"] & ds["in_grid"]
     return ds
@@ -209,6 +223,10 @@ def test_points_and_the_front_table():
     table = front_table(ds)
     assert "top-k 3 (1 us, 0.3) < top-p 0.9 (5 us, 0.05) < exact (20 us, 0)" in table
     assert "- bell: top-k 1, top-p 1" in table
+    # Against stored size, top-p 0.5 is the cheapest point and top-k 3 no better than it.
+    by_size = front_table(ds, "stored")
+    assert "top-p 0.5 (50, 0.4) < top-k 3 (60, 0.3) < top-p 0.9 (200, 0.05) |" in by_size
+    assert pareto(list(found.values()), "stored")[0] == found["topp", 0.5]
 
 
 def test_filtering_failures_are_explained_from_the_store():

@@ -23,11 +23,19 @@ from pipeline.sweep.grid import Cell
 
 from helpers import random_hmm
 
-SETTINGS = {"topp": [0.5, 0.9, 1.0], "topk": [1, 3, 7], "topp_states": [0.6, 0.95, 1.0]}
+SETTINGS = {
+    "topp": [0.5, 0.9, 1.0],
+    "topk": [1, 3, 7],
+    "topp_states": [0.6, 0.95, 1.0],
+    "lowrank": [1, 4],
+    "banded_lowrank": [1, 4],
+}
 BAD = {
     "topp": ([0, 1.5, float("nan"), "0.5"], r"p must be"),
     "topk": ([0, 2.5, -3, True], r"k must be an integer >= 1"),
     "topp_states": ([0, 1.01], r"p must be"),
+    "lowrank": ([0, 2.5, True, "3"], r"the rank r must be an integer >= 1"),
+    "banded_lowrank": ([0, -1.0], r"the rank r must be an integer >= 1"),
 }
 FAMILIES = {
     "bell": {},
@@ -36,6 +44,8 @@ FAMILIES = {
     "uniform": {},
     "weather": {},
     "lm": {"alpha": 0.05},
+    "kernel": {"n_features": 6},
+    "banded_kernel": {"n_features": 6},
 }
 
 
@@ -65,7 +75,7 @@ def test_the_approximation_is_valid_and_its_row_errors_are_tvs(method):
         prior = approximation.hmm.prior
         assert approximation.prior_error == pytest.approx(total_variation(hmm.prior, prior))
         assert approximation.step_error <= 1 + 1e-9
-        if approximation.prune == 1 and method != "topk":
+        if method in ("topp", "topp_states"):
             assert approximation.step_error <= 1 - setting + 1e-9  # top-p's Theorem 4.1
 
 
@@ -123,5 +133,8 @@ def test_a_bad_setting_is_a_one_line_error(method):
         with pytest.raises(ValueError, match=rf"^{method}: {message}") as error:
             check_setting(method, setting)
         assert "\n" not in str(error.value)
-    with pytest.raises(ValueError, match="unknown method 'topq'; allowed: topp, topk, topp_states"):
+    with pytest.raises(
+        ValueError,
+        match="unknown method 'topq'; allowed: topp, topk, topp_states, lowrank, banded_lowrank",
+    ):
         check_setting("topq", 0.5)

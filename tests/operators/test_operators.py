@@ -11,10 +11,11 @@ import scipy.sparse as sp
 from pipeline import operators
 from pipeline.inference import filtering
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, mixing_rate_part, sparsity
-from pipeline.models import HMM, build_model
-from pipeline.operators import SparsePlusRankOne
+from pipeline.models import HMM, build_model, gamma_exact_max_states
+from pipeline.operators import LowRank, SparsePlusRankOne
+from pipeline.operators.lowrank import factor_doeblin_bound
 
-from helpers import brute_force_gamma, random_stochastic, random_structured
+from helpers import brute_force_gamma, random_low_rank, random_stochastic, random_structured
 
 
 def _dense(seed, n, m):
@@ -48,6 +49,16 @@ def _structured_free_v(seed, n, m):
     return M, M.toarray()
 
 
+def _low_rank(seed, n, m):
+    M = random_low_rank(seed, n, m, rank=5)
+    return M, M.toarray()
+
+
+def _low_rank_banded(seed, n, m):
+    M = random_low_rank(seed, n, m, rank=3, delta=3, zeros=0.3)
+    return M, M.toarray()
+
+
 FORMATS = {
     "dense": _dense,
     "csr": _csr,
@@ -55,6 +66,8 @@ FORMATS = {
     "structured": _structured,
     "structured-long-rows": _structured_long_rows,
     "structured-free-v": _structured_free_v,
+    "lowrank": _low_rank,
+    "lowrank-banded": _low_rank_banded,
 }
 
 
@@ -89,6 +102,8 @@ def test_stored_entries_and_work(wide):
         expected = n * m
     elif isinstance(T, sp.csr_array):
         expected = np.count_nonzero(dense)
+    elif isinstance(T, LowRank):
+        expected = (n + m) * T.rank + T.band.nnz
     else:
         expected = T.sparse.nnz + n + m
     assert operators.stored_entries(T) == expected
@@ -139,6 +154,8 @@ def test_bad_entries_are_named(wide):
         bad = broken
     elif isinstance(T, sp.csr_array):
         bad = sp.csr_array(broken)
+    elif isinstance(T, LowRank):
+        bad = LowRank(T.left, T.right, sp.csr_array(([-0.25], ([3], [column])), shape=T.shape))
     else:
         bad = SparsePlusRankOne(T.sparse, T.u, T.v)
         bad.sparse.data[bad.sparse.indptr[3]] = -1.0
@@ -155,6 +172,24 @@ def test_structured_factors_must_be_non_negative():
         HMM(np.ones(6) / 6, SparsePlusRankOne(M.sparse * 0.5, M.u, M.v), np.eye(6))
     with pytest.raises(ValueError, match="do not fit"):
         SparsePlusRankOne(M.sparse, M.u[:3], M.v)
+
+
+def test_factor_doeblin_bound_is_below_the_doeblin_bound():
+    for M in (random_low_rank(2, 60, 60), random_low_rank(3, 60, 60, rank=2, delta=4)):
+        exact = M.toarray().min(axis=0).sum()
+        assert 0 < factor_doeblin_bound(M) <= exact + 1e-15
+    rank_one = random_low_rank(4, 30, 30, rank=1)
+    assert factor_doeblin_bound(rank_one) == pytest.approx(rank_one.toarray().min(axis=0).sum())
+
+
+def test_low_rank_shapes_and_factors_are_checked():
+    M = random_low_rank(1, 6, 6, rank=2)
+    with pytest.raises(ValueError, match=r"transition\.left\[0, 1\] = -"):
+        HMM(np.ones(6) / 6, LowRank(M.left * [1, -1], M.right), np.eye(6))
+    with pytest.raises(ValueError, match="must be"):
+        LowRank(M.left, M.right[:, :1])
+    with pytest.raises(ValueError, match="band has shape"):
+        LowRank(M.left, M.right, sp.csr_array((3, 6)))
 
 
 def test_structured_zeros_count_as_zeros():
@@ -190,3 +225,22 @@ def test_structured_families_equal_their_dense_form(family, params, tmp_path):
     assert isinstance(structured.transition, SparsePlusRankOne)
     np.testing.assert_allclose(structured.transition.toarray(), dense.transition, atol=1e-15)
     np.testing.assert_array_equal(structured.prior, dense.prior)
+
+
+@pytest.mark.parametrize("family", ["kernel", "banded_kernel"])
+def test_kernel_families_filter_like_their_materialised_matrices(family):
+    hmm = build_model(family, 64, seed=1, n_features=8, n_observations=10)
+    dense = HMM(hmm.prior, operators.toarray(hmm.transition), operators.toarray(hmm.emission))
+    observations = np.random.default_rng(2).integers(-1, 10, size=(3, 25))
+    for batch in (observations, observations[0]):
+        a, b = filtering(hmm, batch), filtering(dense, batch)
+        np.testing.assert_allclose(a.beliefs, b.beliefs, atol=1e-12)
+        np.testing.assert_allclose(a.log_evidence, b.log_evidence, rtol=1e-10)
+
+
+def test_a_large_low_rank_matrix_gets_the_factor_bound_not_a_dense_pair_search():
+    hmm = build_model("kernel", 6000, n_features=2, n_observations=4)
+    with pytest.raises(ValueError, match="use its Doeblin lower bound instead"):
+        mixing_rate_part(hmm.transition, 0, 100)
+    assert doeblin_lower_bound(hmm.transition) == factor_doeblin_bound(hmm.transition) > 0
+    assert gamma_exact_max_states("kernel") == 5000 < gamma_exact_max_states("bell")

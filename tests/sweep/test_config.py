@@ -5,9 +5,22 @@ Most cases run the sweep's own checks in this process (``replaceable``,
 run the command end to end to show what the user sees.
 """
 
+import dataclasses
+import re
+import sys
+
 import pytest
 
-from pipeline.sweep.config import ConfigError, load_clusters, register, validate
+from pipeline.sweep.cluster import connect
+from pipeline.sweep.config import (
+    CLUSTER_KINDS,
+    REPOSITORY,
+    ConfigError,
+    SecurityConfig,
+    load_clusters,
+    register,
+    validate,
+)
 from pipeline.sweep.main import _check_overrides, replaceable
 
 from helpers import TINY, composed, sweep
@@ -63,7 +76,8 @@ BAD = {
     ),
     "unknown_experiment": (
         ["experiment=huge"],
-        "experiment=huge: no such experiment; allowed: default, methods, paper, scale, smoke",
+        "experiment=huge: no such experiment; allowed: default, lowrank, methods, paper, scale, "
+        "smoke",
     ),
     "alpha_zero": (
         ["model.dirichlet.alpha=0"],
@@ -82,6 +96,62 @@ BAD = {
     ),
     "bad_mapping": (["grid.n_states={bell:[20]}"], "grid.n_states: family 'uniform' is missing"),
     "parse_error": (["grid.p=[0.5,"], "cannot parse the override 'grid.p=[0.5,': no viable"),
+    "unknown_cluster_key": (
+        ["cluster=slurm", "cluster.partition=gpu"],
+        "cluster.partition: Key 'partition' not in 'JobqueueClusterConfig'; allowed: kind, jobs",
+    ),
+    "unknown_security_key": (
+        ["cluster.security.password=hunter2"],
+        "cluster.security.password: Key 'password' not in 'SecurityConfig'; allowed: temporary",
+    ),
+    "walltime_format": (
+        ["cluster=slurm", "cluster.walltime=2h"],
+        "cluster.walltime: '2h' is not allowed; allowed: HH:MM:SS, or D-HH:MM:SS",
+    ),
+    "walltime_minutes_above_59": (
+        ["cluster=slurm", "cluster.walltime=01:75:00"],
+        "cluster.walltime: '01:75:00' is not allowed",
+    ),
+    "pbs_walltime_in_days": (
+        ["cluster=pbs", "cluster.walltime=1-00:00:00"],
+        "cluster.walltime: '1-00:00:00' is not allowed; allowed: HH:MM:SS",
+    ),
+    "job_memory": (
+        ["cluster=slurm", "cluster.memory=lots"],
+        "cluster.memory: 'lots' is not allowed; allowed: a size, e.g. 4GiB",
+    ),
+    "processes_above_cores": (
+        ["cluster=pbs", "cluster.cores=2", "cluster.processes=4"],
+        "cluster.processes: 4 worker processes on 2 cores",
+    ),
+    "host_and_interface": (
+        ["cluster=slurm", "cluster.host=127.0.0.1", "cluster.interface=ib0"],
+        "cluster.host: set host or interface, not both",
+    ),
+    "wait_for_workers_0": (
+        ["cluster=ssh", "cluster.wait_for_workers=0"],
+        "cluster.wait_for_workers: 0.0 is not allowed; allowed: numbers > 0",
+    ),
+    "missing_certificate": (
+        ["cluster.security.ca_file=/no/ca.pem", "cluster.security.cert=/no/cert.pem"],
+        "cluster.security.ca_file: /no/ca.pem is not a file",
+    ),
+    "certificate_without_ca": (
+        ["cluster=ssh", "cluster.security.cert=/no/cert.pem"],
+        "cluster.security.ca_file: is not set; TLS needs ca_file and cert",
+    ),
+    "temporary_and_files": (
+        ["cluster.security.temporary=true", "cluster.security.ca_file=/no/ca.pem"],
+        "cluster.security: set either temporary or ca_file and cert, not both",
+    ),
+    "temporary_for_a_scheduler_we_do_not_start": (
+        ["cluster=address", "cluster.security.temporary=true"],
+        "cluster.security.temporary: the pipeline does not start this scheduler",
+    ),
+    "tls_address_without_certificates": (
+        ["cluster=address", "cluster.address=tls://127.0.0.1:8786"],
+        "cluster.address: tls://127.0.0.1:8786 needs cluster.security.ca_file and cert",
+    ),
 }
 
 
@@ -187,8 +257,32 @@ def test_cluster_file_errors(tmp_path):
     assert_one_line_error(result, "unknown kind 'cloud'")
 
 
-def test_missing_optional_dependency(tmp_path):
-    result = sweep("experiment=smoke", "cluster=slurm", cwd=tmp_path)
-    assert_one_line_error(
-        result, "cluster: cluster=slurm needs dask_jobqueue: pip install 'topp-pipeline[jobqueue]'"
+def test_missing_optional_dependency(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", None)  # as if it were not installed
+    with pytest.raises(ConfigError) as error, connect(composed("cluster=slurm").cluster):
+        pass
+    assert str(error.value) == (
+        "cluster: cluster=slurm needs dask_jobqueue: pip install 'topp-pipeline[jobqueue]'"
     )
+
+
+def test_cluster_file_security_section(tmp_path):
+    path = tmp_path / "dask_cluster.yaml"
+    path.write_text("mine:\n  kind: slurm\n  security: {temporary: true}\n")
+    assert load_clusters(path)["mine"].security.temporary is True
+    path.write_text("mine:\n  kind: slurm\n  security: {ca: x.pem}\n")
+    with pytest.raises(ConfigError, match=r"mine.security.ca: unknown key for security; allowed"):
+        load_clusters(path)
+    path.write_text("mine:\n  kind: ssh\n  security: true\n")
+    with pytest.raises(
+        ConfigError, match=r"mine.security: True is not allowed; allowed: a mapping"
+    ):
+        load_clusters(path)
+
+
+def test_every_key_of_the_cluster_file_is_documented():
+    """Each key of every schema appears in dask_cluster.yaml's comments or entries."""
+    text = (REPOSITORY / "dask_cluster.yaml").read_text()
+    for schema in {*CLUSTER_KINDS.values(), SecurityConfig}:
+        for key in (f.name for f in dataclasses.fields(schema)):
+            assert re.search(rf"^\s*#?\s*{key}:", text, re.MULTILINE), key

@@ -1,0 +1,175 @@
+"""HMM LM parameterisations (seed 002) and the gradient of the log evidence in each.
+
+Every parameterisation has prior logits (n,) and emission logits (n, V) with a
+softmax per row; the transitions are either
+
+- ``Softmax``: free logits (n, n), a softmax per row: O(n^2) per step;
+- ``Kernel``: seed 002's generalised softmax ``T = diag(1/z) phi(U) phi(V)^T`` with
+  ``phi(u) = exp(W u - |u|^2 / 2)``, embeddings ``U``, ``V`` (n, d) and features
+  ``W`` (F, d), O(n F) per step; with ``band`` logits (n, 2 delta - 1) the
+  entries ``|i - j| < delta`` are ``exp(band) / z`` instead, normalised together
+  with the kernel (Section 7), O(n (F + delta)) per step.
+
+``transition_gradient`` contracts the gradient with respect to the matrix,
+``before.T @ after`` (``pipeline.hmmlm.evidence``), in the parameterisation's
+own cost: O(N n^2) for the softmax, O(N n (F + delta)) for the kernel, with N
+the transitions of the batch.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from pipeline.hmmlm.evidence import Statistics, backward_product
+from pipeline.operators import LowRank, entry_rows
+from pipeline.operators.lowrank import band_pattern
+
+
+class Softmax(NamedTuple):
+    logits: np.ndarray  # (n, n)
+
+
+class Kernel(NamedTuple):
+    U: np.ndarray  # (n, d)
+    V: np.ndarray  # (n, d)
+    W: np.ndarray  # (F, d)
+    band: np.ndarray  # (n, 2 delta - 1) logits of the offsets -delta + 1 .. delta - 1; (n, 0): none
+
+
+class Parameters(NamedTuple):
+    prior: np.ndarray  # (n,) logits
+    emission: np.ndarray  # (n, V) logits
+    transition: Softmax | Kernel
+
+
+def softmax_rows(logits: np.ndarray) -> np.ndarray:
+    """Each row of ``logits`` as a distribution."""
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+def _band_positions(n: int, width: int) -> tuple[sp.csr_array, np.ndarray]:
+    """The band pattern of ``width = 2 delta - 1`` offsets as CSR, and which (row, offset)
+    of an (n, width) array each of its entries is (a boolean mask, row-major order)."""
+    delta = (width + 1) // 2
+    pattern = band_pattern(n, delta)
+    column = np.arange(n)[:, None] + np.arange(-delta + 1, delta)[None, :]
+    return pattern, (column >= 0) & (column < n)
+
+
+class KernelParts(NamedTuple):
+    """The kernel's intermediate arrays, kept for its gradient."""
+
+    T: LowRank
+    L: np.ndarray  # (n, F) phi(U), scaled per row
+    R: np.ndarray  # (n, F) phi(V), scaled overall
+    z: np.ndarray  # (n,) row normalisers of L, R and the band at these scales
+    valid: np.ndarray  # (n, width) which band logits are in the matrix
+
+
+def _features(E: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``phi(E)`` over a per-row (``rows``) shift and the shift ``exp`` was taken at."""
+    X = E @ W.T - 0.5 * np.sum(E**2, axis=1, keepdims=True)
+    shift = X.max(axis=1, keepdims=True)
+    return np.exp(X - shift), shift[:, 0]
+
+
+def kernel_parts(p: Kernel) -> KernelParts:
+    """The transition matrix of ``p`` as a ``LowRank`` and what its gradient reuses."""
+    n = p.U.shape[0]
+    L, shift_u = _features(p.U, p.W)
+    R, shift_v = _features(p.V, p.W)
+    R *= np.exp(shift_v - shift_v.max())[:, None]  # one overall scale: the rows of T keep theirs
+    pattern, valid = _band_positions(n, p.band.shape[1])
+    rows = entry_rows(pattern.indptr)
+    product = np.einsum("kf,kf->k", L[rows], R[pattern.indices])
+    # exp(band) at the scales of L and R: both are divided by exp(shift_u_i + max shift_v).
+    raw = np.exp(p.band[valid] - shift_u[rows] - shift_v.max())
+    z = L @ R.sum(axis=0) + np.bincount(rows, weights=raw - product, minlength=n)
+    band = sp.csr_array((raw / z[rows], pattern.indices, pattern.indptr), shape=(n, n))
+    return KernelParts(LowRank(L / z[:, None], R, band), L, R, z, valid)
+
+
+def transition_matrix(p: Softmax | Kernel):
+    """The row-stochastic transition matrix: dense for ``Softmax``, ``LowRank`` for ``Kernel``."""
+    return softmax_rows(p.logits) if isinstance(p, Softmax) else kernel_parts(p).T
+
+
+def _softmax_gradient(p: Softmax, s: Statistics) -> Softmax:
+    T = softmax_rows(p.logits)
+    G = s.before.T @ s.after
+    h = np.einsum("ij,ij->i", G, T)
+    return Softmax(T * (G - h[:, None]))
+
+
+def _kernel_gradient(p: Kernel, s: Statistics) -> Kernel:
+    parts = kernel_parts(p)
+    T, L, R, z = parts.T, parts.L, parts.R, parts.z
+    A, Gam = s.before, s.after
+    h = np.einsum("ki,ki->i", A, backward_product(T, Gam))  # h_i = sum_j G_ij T_ij
+    band = T.band
+    rows, cols = entry_rows(band.indptr), band.indices
+    g_band = np.einsum("ki,ki->i", A[:, rows], Gam[:, cols])  # G at the band's positions
+    d_band = band.data * (g_band - h[rows])
+    Lz = T.left
+    # d log P / d L_i: through the kernel entries off the band and through z_i.
+    band_R = np.zeros_like(L)
+    np.add.at(band_R, rows, R[cols])
+    g_band_R = np.zeros_like(L)
+    np.add.at(g_band_R, rows, g_band[:, None] * R[cols])
+    d_L = (A.T @ (Gam @ R) - g_band_R - h[:, None] * (R.sum(axis=0) - band_R)) / z[:, None]
+    # d log P / d R_j: through the entries of column j off the band and through every z_i.
+    d_R = Gam.T @ (A @ Lz) - Lz.T @ h
+    np.add.at(d_R, cols, (h[rows] - g_band)[:, None] * Lz[rows])
+    dX, dY = d_L * L, d_R * R
+    d_band_logits = np.zeros_like(p.band)
+    d_band_logits[parts.valid] = d_band
+    return Kernel(
+        dX @ p.W - dX.sum(axis=1, keepdims=True) * p.U,
+        dY @ p.W - dY.sum(axis=1, keepdims=True) * p.V,
+        dX.T @ p.U + dY.T @ p.V,
+        d_band_logits,
+    )
+
+
+def gradient(p: Parameters, s: Statistics, n_sequences: int) -> Parameters:
+    """The gradient of the batch's log evidence (``statistics`` of ``n_sequences``
+    sequences) with respect to every parameter of ``p``."""
+    prior = softmax_rows(p.prior)
+    emission = softmax_rows(p.emission)
+    step = _softmax_gradient if isinstance(p.transition, Softmax) else _kernel_gradient
+    return Parameters(
+        s.posterior_start - n_sequences * prior,
+        s.emission_counts - s.emission_counts.sum(axis=1, keepdims=True) * emission,
+        step(p.transition, s),
+    )
+
+
+def initial(
+    kind: str,
+    n_states: int,
+    n_tokens: int,
+    *,
+    n_features: int = 0,
+    delta: int = 0,
+    dim: int = 32,
+    seed: int = 0,
+) -> Parameters:
+    """Random starting parameters: ``kind`` is ``softmax`` or ``kernel`` (with a band of
+    ``delta`` when ``delta > 0``); small random logits, embeddings of scale 1/sqrt(d)."""
+    rng = np.random.default_rng(seed)
+    prior = 0.01 * rng.standard_normal(n_states)
+    emission = rng.standard_normal((n_states, n_tokens))
+    if kind == "softmax":
+        transition = Softmax(0.01 * rng.standard_normal((n_states, n_states)))
+    else:
+        transition = Kernel(
+            rng.standard_normal((n_states, dim)) / np.sqrt(dim),
+            rng.standard_normal((n_states, dim)) / np.sqrt(dim),
+            rng.standard_normal((n_features, dim)),
+            0.01 * rng.standard_normal((n_states, max(2 * delta - 1, 0))),
+        )
+    return Parameters(prior, emission, transition)

@@ -1,0 +1,107 @@
+"""Kernel HMMs (seed 002): transitions from a generalised softmax with a finite feature map.
+
+``T = diag(1/Z) phi(U) phi(V)^T`` with ``phi(u) = exp(W u - ||u||^2 / 2)``
+("Scaling Hidden Markov Language Models", Section 4): state embeddings ``U``
+and ``V`` (n x d), a feature matrix ``W`` (F x d), and the row normalisers
+``Z_i = phi(u_i) . sum_j phi(v_j)``. With ``W``'s rows standard normal, the
+kernel ``phi(u) . phi(v)`` is a positive random-feature estimate of
+``F exp(u . v)`` (Performer's positive features), so the rows follow a softmax of
+``u_i . v_j`` as far as rank F lets them. Embeddings are drawn with
+``u . v`` of standard deviation ``1 / temperature``: a small temperature makes
+peaked rows, a large one flat rows.
+
+The matrix is a ``LowRank`` (never materialised): exact inference costs O(n F)
+per step, so 10^5 to 10^6 states run on one machine. Emissions are peaked
+rows over ``n_observations`` symbols (the ``peaked`` family's rows), O(n).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.models.hmm import HMM
+from pipeline.models.peaked import peaked_rows
+from pipeline.operators import LowRank
+
+PRIOR, TRANSITION, EMISSION = 0, 1, 2
+"""Stream ids that keep the prior, transition and emission draws independent."""
+
+GAMMA_EXACT_MAX_STATES = 5000
+"""The exact minimal mixing rate materialises the matrix (``pipeline.operators.lowrank``):
+above this many states the sweep uses the Doeblin lower bound."""
+
+
+def features(rng: np.random.Generator, n: int, dim: int, n_features: int, temperature: float):
+    """``phi(U)`` and ``phi(V)`` (n, F), each scaled by a constant per row of ``phi(U)`` and one
+    overall for ``phi(V)`` (which the row normalisation cancels), so ``exp`` never overflows."""
+    scale = 1.0 / np.sqrt(np.sqrt(dim) * temperature)
+    U, V = (rng.standard_normal((n, dim)) * scale for _ in range(2))
+    W = rng.standard_normal((n_features, dim))
+    logits_u = U @ W.T - 0.5 * np.sum(U**2, axis=1, keepdims=True)
+    logits_v = V @ W.T - 0.5 * np.sum(V**2, axis=1, keepdims=True)
+    phi_u = np.exp(logits_u - logits_u.max(axis=1, keepdims=True))
+    phi_v = np.exp(logits_v - logits_v.max())
+    return phi_u, phi_v
+
+
+def check(
+    n_states: int,
+    *,
+    n_features: int = 64,
+    dim: int = 16,
+    temperature: float = 0.5,
+    n_observations: int = 64,
+) -> None:
+    """Raise ``ValueError`` unless n_features, dim, n_observations >= 1 and temperature > 0."""
+    for name, value in (
+        ("n_features", n_features),
+        ("dim", dim),
+        ("n_observations", n_observations),
+    ):
+        if isinstance(value, bool) or int(value) != value or value < 1:
+            raise ValueError(f"the kernel family needs {name} >= 1 (an integer), got {value!r}")
+    if not temperature > 0:
+        raise ValueError(f"the kernel family needs temperature > 0, got temperature={temperature}")
+
+
+def emission_and_prior(rng_seed: int, n_states: int, n_observations: int):
+    """Peaked emission rows (4 symbols per state on a 1% background) and a uniform prior."""
+    rng = np.random.default_rng([rng_seed, EMISSION])
+    emission = peaked_rows(rng, n_states, n_observations, min(4, n_observations), 0.5, 0.01)
+    return np.full(n_states, 1.0 / n_states), emission
+
+
+def build(
+    n_states: int,
+    seed: int = 0,
+    *,
+    n_features: int = 64,
+    dim: int = 16,
+    temperature: float = 0.5,
+    n_observations: int = 64,
+) -> HMM:
+    """A random kernel HMM with ``n_states`` states.
+
+    Parameters
+    ----------
+    n_features : int
+        The feature dimension F: the transition matrix has rank at most F.
+    dim : int
+        The embedding dimension d of ``U``, ``V`` and ``W``'s rows.
+    temperature : float > 0
+        ``u . v`` has standard deviation ``1 / temperature``: smaller is more peaked.
+    n_observations : int
+        Observation symbols; each state emits four of them (peaked rows).
+    """
+    check(
+        n_states,
+        n_features=n_features,
+        dim=dim,
+        temperature=temperature,
+        n_observations=n_observations,
+    )
+    rng = np.random.default_rng([seed, TRANSITION])
+    phi_u, phi_v = features(rng, n_states, dim, n_features, temperature)
+    left = phi_u / (phi_u @ phi_v.sum(axis=0))[:, None]
+    prior, emission = emission_and_prior(seed, n_states, n_observations)
+    return HMM(prior, LowRank(left, phi_v), emission)

@@ -1,0 +1,245 @@
+"""Low-rank matrices, optionally with a band kept exactly: the kernel transitions of seed 002.
+
+A generalised softmax with a finite feature map ("Scaling Hidden Markov
+Language Models", Section 4) makes the transition matrix
+``diag(d) phi(U) phi(V)^T``: a non-negative rank-F product, so a step costs
+O(n F) instead of O(n^2) and the n x n matrix never exists. Section 7 keeps a
+band ``|i - j| < delta`` of separately parameterised entries and normalises
+band and kernel together; the band's entries replace the kernel's there.
+
+``LowRank(left, right, band)`` is that matrix: entry ``(i, j)`` is
+``band[i, j]`` where ``band`` stores an entry, else ``left[i] . right[j]``.
+Without a band it is the plain product ``left @ right.T``. A step computes
+``(belief @ left) @ right.T`` (two thin BLAS products) and corrects the
+band's positions with a sparse scatter, O(n (F + delta)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from pipeline.kernels import forward, gamma
+from pipeline.operators import base
+from pipeline.operators.csr import canonical, csr_layout, entry_rows
+
+MAX_DENSE = 25_000_000
+"""The exact minimal mixing rate of a ``LowRank`` matrix materialises it; it refuses
+above this many entries (200 MB, n = 5000)."""
+
+
+@dataclass(frozen=True, eq=False)
+class LowRank:
+    """The matrix ``left @ right.T`` with the stored entries of ``band`` in place, (n, m).
+
+    Parameters
+    ----------
+    left : ndarray, shape (n, F)
+        Non-negative row factors, e.g. ``diag(d) phi(U)`` (the normalisers folded in).
+    right : ndarray, shape (m, F)
+        Non-negative column factors, e.g. ``phi(V)``.
+    band : csr_array, shape (n, m), optional
+        Entries kept exactly: where ``band`` stores a value (zero included), the
+        matrix has that value instead of the product's. Default none.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> M = LowRank(np.full((2, 1), 0.5), np.ones((2, 1)), sp.csr_array(np.diag([0.9, 0.0])))
+    >>> M.toarray()
+    array([[0.9, 0.5],
+           [0.5, 0. ]])
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    band: sp.csr_array | None = None
+
+    def __post_init__(self) -> None:
+        left = np.ascontiguousarray(self.left, dtype=np.float64)
+        right = np.ascontiguousarray(self.right, dtype=np.float64)
+        if left.ndim != 2 or right.ndim != 2 or left.shape[1] != right.shape[1]:
+            raise ValueError(f"left {left.shape} and right {right.shape} must be (n, F) and (m, F)")
+        shape = (left.shape[0], right.shape[0])
+        band = sp.csr_array(shape) if self.band is None else canonical(self.band)
+        if band.shape != shape:
+            raise ValueError(f"band has shape {band.shape}; the factors make {shape}")
+        object.__setattr__(self, "left", left)
+        object.__setattr__(self, "right", right)
+        object.__setattr__(self, "band", band)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.left.shape[0], self.right.shape[0]
+
+    ndim = 2
+
+    @property
+    def rank(self) -> int:
+        """The feature dimension F of the factors."""
+        return self.left.shape[1]
+
+    def product_at_band(self) -> np.ndarray:
+        """``left[i] . right[j]`` at each stored band position, shape (band.nnz,)."""
+        rows = entry_rows(self.band.indptr)
+        return np.einsum("kf,kf->k", self.left[rows], self.right[self.band.indices])
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` as a dense array, shape (stop - start, m)."""
+        block = self.left[start:stop] @ self.right.T
+        part = self.band[start:stop]
+        block[entry_rows(part.indptr), part.indices] = part.data
+        return block
+
+    def toarray(self) -> np.ndarray:
+        """The whole matrix, dense, shape (n, m): for small n."""
+        return self.rows(0, self.shape[0])
+
+
+def band_pattern(n: int, delta: int) -> sp.csr_array:
+    """The positions ``|i - j| < delta`` of an n x n matrix, as a CSR array of ones."""
+    if delta < 1:
+        return sp.csr_array((n, n))
+    offsets = list(range(-delta + 1, delta))
+    return sp.csr_array(sp.diags_array([1.0] * len(offsets), offsets=offsets, shape=(n, n)))
+
+
+@base.as_operator.register
+def _(matrix: LowRank, name: str = "matrix") -> LowRank:
+    return matrix
+
+
+@base.check_entries.register
+def _(T: LowRank, name: str, *, vector: bool = False) -> None:
+    base.check_factors(name, left=T.left, right=T.right)
+    base.check_entries(T.band, name, vector=vector)
+
+
+@base.row_sums.register
+def _(T: LowRank) -> np.ndarray:
+    n = T.shape[0]
+    rows = entry_rows(T.band.indptr)
+    correction = np.bincount(rows, weights=T.band.data - T.product_at_band(), minlength=n)
+    return T.left @ T.right.sum(axis=0) + correction
+
+
+@base.rows.register
+def _(T: LowRank, start: int, stop: int) -> np.ndarray:
+    return T.rows(start, stop)
+
+
+@base.columns.register
+def _(T: LowRank, which: np.ndarray) -> np.ndarray:
+    which = np.asarray(which)
+    block = T.left @ T.right[which].T
+    part = T.band[:, which].tocoo()
+    block[part.row, part.col] = part.data
+    return block
+
+
+@base.entries_at.register
+def _(T: LowRank, row: np.ndarray, column: np.ndarray) -> np.ndarray:
+    row, column = np.asarray(row), np.asarray(column)
+    values = np.einsum("kf,kf->k", T.left[row], T.right[column])
+    stored = sp.csr_array((np.ones(T.band.nnz), T.band.indices, T.band.indptr), shape=T.shape)
+    inside = np.asarray(stored[row, column]).ravel() != 0
+    values[inside] = np.asarray(T.band[row[inside], column[inside]]).ravel()
+    return values
+
+
+@base.toarray.register
+def _(T: LowRank) -> np.ndarray:
+    return T.toarray()
+
+
+@base.stored_entries.register
+def _(T: LowRank) -> int:
+    return int(T.left.size + T.right.size + T.band.nnz)
+
+
+def _supports(factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct supports of the rows of ``factor`` (as 0/1 rows) and how many rows
+    have each."""
+    return np.unique(factor > 0, axis=0, return_counts=True)
+
+
+@base.count_nonzero.register
+def _(T: LowRank) -> int:
+    # A product entry is non-zero where the two rows' supports meet: count by pairs of
+    # distinct supports (one pair when the factors are positive, as a feature map's are).
+    left, left_count = _supports(T.left)
+    right, right_count = _supports(T.right)
+    meets = (left.astype(np.float64) @ right.T.astype(np.float64)) > 0
+    product = int(left_count @ meets @ right_count)
+    band_product = int(np.count_nonzero(T.product_at_band()))
+    return product - band_product + int(np.count_nonzero(T.band.data))
+
+
+@base.step_work.register
+def _(T: LowRank, support: np.ndarray) -> int:
+    band = int(np.diff(T.band.indptr)[support].sum())
+    return int(np.count_nonzero(support)) * T.rank + T.right.size + band
+
+
+@base.layout.register
+def _(T: LowRank) -> forward.LowRank:
+    correction = sp.csr_array(
+        (T.band.data - T.product_at_band(), T.band.indices, T.band.indptr), shape=T.shape
+    )
+    return forward.LowRank(csr_layout(correction), T.left, T.right)
+
+
+@base.mixing_rate_part.register
+def _(T: LowRank, which: np.ndarray) -> float:
+    n, m = T.shape
+    if n * m > MAX_DENSE:
+        raise ValueError(
+            f"the exact minimal mixing rate of a {n} x {m} low-rank matrix needs it dense "
+            f"(at most {MAX_DENSE:,} entries); use its Doeblin lower bound instead"
+        )
+    return float(gamma.pairs_dense(T.toarray(), which, np.inf))
+
+
+def factor_doeblin_bound(T: LowRank) -> float:
+    """A lower bound on ``sum_j min_i T[i, j]`` in O((n + m) F + nnz(band)):
+    ``sum_j min(min_{i in band(j)} band[i, j], sum_f (min_i left[i, f]) right[j, f])``.
+
+    It holds because the factors are non-negative: every product entry of column
+    j is at least ``sum_f (min_i left[i, f]) right[j, f]``. Equal to the Doeblin
+    bound for rank one without a band.
+    """
+    lowest = T.right @ T.left.min(axis=0)
+    by_column = T.band.tocsc()
+    stored = np.flatnonzero(np.diff(by_column.indptr))
+    if stored.size:
+        band_lowest = np.minimum.reduceat(by_column.data, by_column.indptr[stored])
+        lowest[stored] = np.minimum(lowest[stored], band_lowest)
+    return float(lowest.sum())
+
+
+@base.doeblin_lower_bound.register
+def _(T: LowRank) -> float:
+    """Exact from row blocks up to ``MAX_DENSE`` entries; above, ``factor_doeblin_bound``."""
+    n, m = T.shape
+    if n * m > MAX_DENSE:
+        return factor_doeblin_bound(T)
+    step = max(1, base.BLOCK_ENTRIES // max(m, 1))
+    lowest = np.full(m, np.inf)
+    for start in range(0, n, step):
+        np.minimum(lowest, T.rows(start, min(start + step, n)).min(axis=0), out=lowest)
+    return float(lowest.sum())
+
+
+@base.row_blocks.register
+def _(T: LowRank, direct: np.ndarray | None = None) -> list:
+    n, m = T.shape
+    if float(n) * m > base.MAX_GENERATED:
+        raise ValueError(
+            f"selecting rows of a {n} x {m} low-rank matrix generates every entry "
+            f"(at most {base.MAX_GENERATED:.0e}); choose fewer states"
+        )
+    step = max(1, base.BLOCK_ENTRIES // max(m, 1))
+    return [
+        (lambda start=start: base.DenseRows(T.rows(start, min(start + step, n))))
+        for start in range(0, n, step)
+    ]
