@@ -11,6 +11,7 @@ from pathlib import Path
 
 import xarray as xr
 
+from pipeline.analysis import training
 from pipeline.analysis.figures import (
     pareto_figure,
     payoff_figure,
@@ -216,6 +217,8 @@ def default_output(store: Path) -> Path:
 def analyze(store, out=None) -> Path:
     """Write the figures and the Markdown report of the store at ``store``; return the report.
 
+    A training sweep's store gets its own figures and report (``pipeline.analysis.training``).
+
     ``out`` defaults to ``default_output(store)``, a folder next to the store.
     Raises ``ConfigError`` for a store of another layout.
     """
@@ -225,6 +228,8 @@ def analyze(store, out=None) -> Path:
     ds = ds.load()
     out = Path(out) if out else default_output(store)
     out.mkdir(parents=True, exist_ok=True)
+    if ds.attrs.get("kind") == "training":
+        return training.analyze(ds, store, out)
     figures = {"runtime.png": runtime_figure(ds), "tv.png": tv_figure(ds)}
     if len({m for m, _ in variants(ds)}) > 1:
         figures["pareto.png"] = pareto_figure(ds)

@@ -12,6 +12,7 @@ its own cost (``pipeline.hmmlm.parameters``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -38,26 +39,52 @@ class Statistics(NamedTuple):
     after: np.ndarray
 
 
-def forward_product(T, X: np.ndarray) -> np.ndarray:
-    """``X @ T`` for a batch of row vectors ``X`` (B, n) and a dense or ``LowRank`` ``T``."""
-    if isinstance(T, LowRank):
-        out = (X @ T.left) @ T.right.T
-        return out + _band_correction(T).T.dot(X.T).T
-    return X @ T
+class Products(NamedTuple):
+    """A transition matrix's two batched products, made once per matrix.
+
+    forward : ``X @ T`` for a batch of row vectors ``X`` (B, n).
+    backward : ``Y @ T.T`` (each row ``T @ y``) for a batch ``Y`` (B, n).
+    """
+
+    forward: Callable[[np.ndarray], np.ndarray]
+    backward: Callable[[np.ndarray], np.ndarray]
 
 
-def backward_product(T, Y: np.ndarray) -> np.ndarray:
-    """``Y @ T.T`` (each row ``T @ y``) for a batch ``Y`` (B, n)."""
-    if isinstance(T, LowRank):
-        out = (Y @ T.right) @ T.left.T
-        return out + _band_correction(T).dot(Y.T).T
-    return Y @ T.T
-
-
-def _band_correction(T: LowRank) -> sp.csr_array:
-    """The band's entries minus the product there: ``T = left @ right.T + correction``."""
+def products(T) -> Products:
+    """The products of a dense or ``LowRank`` ``T``: two thin products per step for a
+    ``LowRank``, plus its band correction (the band's entries minus the product there)."""
+    if not isinstance(T, LowRank):
+        return Products(lambda X: X @ T, lambda Y: Y @ T.T)
     band = T.band
-    return sp.csr_array((band.data - T.product_at_band(), band.indices, band.indptr), band.shape)
+    correction = sp.csr_array(
+        (band.data - T.product_at_band(), band.indices, band.indptr), band.shape
+    )
+    transposed = correction.T.tocsr()
+    return Products(
+        lambda X: (X @ T.left) @ T.right.T + (transposed @ X.T).T,
+        lambda Y: (Y @ T.right) @ T.left.T + (correction @ Y.T).T,
+    )
+
+
+def _forward(prior: np.ndarray, step, likelihood: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Filtered beliefs ``alpha`` (B, T, n) and scales ``c`` (B, T) of the forward recursion
+    with the product ``step`` over the emission likelihoods ``likelihood`` (B, T, n)."""
+    B, steps, n = likelihood.shape
+    alpha = np.empty((B, steps, n))
+    scale = np.empty((B, steps))
+    current = prior[None, :] * likelihood[:, 0]
+    for t in range(steps):
+        if t:
+            current = step(alpha[:, t - 1]) * likelihood[:, t]
+        scale[:, t] = current.sum(axis=1)
+        alpha[:, t] = current / scale[:, t, None]
+    return alpha, scale
+
+
+def log_evidence(prior: np.ndarray, T, emission: np.ndarray, tokens: np.ndarray) -> float:
+    """``sum over sequences of log P(tokens)`` by the forward recursion alone (arguments as
+    for ``statistics``)."""
+    return float(np.log(_forward(prior, products(T).forward, emission.T[tokens])[1]).sum())
 
 
 def statistics(prior: np.ndarray, T, emission: np.ndarray, tokens: np.ndarray) -> Statistics:
@@ -70,23 +97,16 @@ def statistics(prior: np.ndarray, T, emission: np.ndarray, tokens: np.ndarray) -
     emission : (n, V) ``P(token | state)``, dense.
     tokens : (B, T) int in ``0..V - 1``.
     """
-    B, steps = tokens.shape
-    n = prior.size
     likelihood = emission.T[tokens]  # (B, T, n)
-    alpha = np.empty((B, steps, n))
-    scale = np.empty((B, steps))
-    current = prior[None, :] * likelihood[:, 0]
-    for t in range(steps):
-        if t:
-            current = forward_product(T, alpha[:, t - 1]) * likelihood[:, t]
-        scale[:, t] = current.sum(axis=1)
-        alpha[:, t] = current / scale[:, t, None]
+    step = products(T)
+    alpha, scale = _forward(prior, step.forward, likelihood)
+    B, steps, n = alpha.shape
     beta = np.empty((B, steps, n))
     beta[:, -1] = 1.0
     after = np.empty((B, steps - 1, n))
     for t in range(steps - 1, 0, -1):
         after[:, t - 1] = likelihood[:, t] * beta[:, t] / scale[:, t, None]
-        beta[:, t - 1] = backward_product(T, after[:, t - 1])
+        beta[:, t - 1] = step.backward(after[:, t - 1])
     posterior = alpha * beta
     counts = np.zeros((n, emission.shape[1]))
     np.add.at(counts.T, tokens.ravel(), posterior.reshape(-1, n))

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.hmmlm.evidence import Statistics, backward_product
+from pipeline.hmmlm.evidence import Statistics, products
 from pipeline.operators import LowRank, entry_rows
 from pipeline.operators.lowrank import band_pattern
 
@@ -109,29 +109,33 @@ def _kernel_gradient(p: Kernel, s: Statistics) -> Kernel:
     parts = kernel_parts(p)
     T, L, R, z = parts.T, parts.L, parts.R, parts.z
     A, Gam = s.before, s.after
-    h = np.einsum("ki,ki->i", A, backward_product(T, Gam))  # h_i = sum_j G_ij T_ij
-    band = T.band
-    rows, cols = entry_rows(band.indptr), band.indices
-    g_band = np.einsum("ki,ki->i", A[:, rows], Gam[:, cols])  # G at the band's positions
-    d_band = band.data * (g_band - h[rows])
+    h = np.einsum("ki,ki->i", A, products(T).backward(Gam))  # h_i = sum_j G_ij T_ij
     Lz = T.left
+    # The band, diagonal by diagonal (offset o: entries (i, i + o)): G there, and the sums
+    # over each row's and each column's band that the kernel's entries leave out.
+    n, width = p.band.shape
+    values = np.zeros((n, width))
+    values[parts.valid] = T.band.data
+    g_band = np.zeros((n, width))
+    band_R, g_band_R, band_d_R = np.zeros_like(L), np.zeros_like(L), np.zeros_like(R)
+    for k in range(width):
+        o = k - (width - 1) // 2
+        lo, hi = max(0, -o), min(n, n - o)  # the rows i with 0 <= i + o < n
+        g = np.einsum("ki,ki->i", A[:, lo:hi], Gam[:, lo + o : hi + o])
+        g_band[lo:hi, k] = g
+        band_R[lo:hi] += R[lo + o : hi + o]
+        g_band_R[lo:hi] += g[:, None] * R[lo + o : hi + o]
+        band_d_R[lo + o : hi + o] += (h[lo:hi] - g)[:, None] * Lz[lo:hi]
     # d log P / d L_i: through the kernel entries off the band and through z_i.
-    band_R = np.zeros_like(L)
-    np.add.at(band_R, rows, R[cols])
-    g_band_R = np.zeros_like(L)
-    np.add.at(g_band_R, rows, g_band[:, None] * R[cols])
     d_L = (A.T @ (Gam @ R) - g_band_R - h[:, None] * (R.sum(axis=0) - band_R)) / z[:, None]
     # d log P / d R_j: through the entries of column j off the band and through every z_i.
-    d_R = Gam.T @ (A @ Lz) - Lz.T @ h
-    np.add.at(d_R, cols, (h[rows] - g_band)[:, None] * Lz[rows])
+    d_R = Gam.T @ (A @ Lz) - Lz.T @ h + band_d_R
     dX, dY = d_L * L, d_R * R
-    d_band_logits = np.zeros_like(p.band)
-    d_band_logits[parts.valid] = d_band
     return Kernel(
         dX @ p.W - dX.sum(axis=1, keepdims=True) * p.U,
         dY @ p.W - dY.sum(axis=1, keepdims=True) * p.V,
         dX.T @ p.U + dY.T @ p.V,
-        d_band_logits,
+        values * (g_band - h[:, None]),
     )
 
 
@@ -146,6 +150,25 @@ def gradient(p: Parameters, s: Statistics, n_sequences: int) -> Parameters:
         s.emission_counts - s.emission_counts.sum(axis=1, keepdims=True) * emission,
         step(p.transition, s),
     )
+
+
+PARAMETERISATIONS = "softmax, kernel_<r> or banded_kernel_<r> (r states per feature, r >= 1)"
+"""The names of the parameterisations a training grid takes."""
+
+
+def parse(name: str, n_states: int) -> tuple[str, int, bool]:
+    """``(kind, n_features, banded)`` of a parameterisation name for ``n_states`` states;
+    ``ValueError`` (one line) for a name that is not one of ``PARAMETERISATIONS``."""
+    if name == "softmax":
+        return "softmax", 0, False
+    banded = name.startswith("banded_kernel_")
+    prefix = "banded_kernel_" if banded else "kernel_"
+    ratio = name.removeprefix(prefix)
+    if not name.startswith(prefix) or not ratio.isdigit() or int(ratio) < 1:
+        raise ValueError(f"unknown parameterisation {name!r}; allowed: {PARAMETERISATIONS}")
+    if int(ratio) > n_states:
+        raise ValueError(f"{name} needs at least {ratio} states (one feature), got {n_states}")
+    return "kernel", n_states // int(ratio), banded
 
 
 def initial(

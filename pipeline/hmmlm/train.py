@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipeline.hmmlm import evidence
 from pipeline.hmmlm.evidence import statistics
 from pipeline.hmmlm.parameters import Parameters, gradient, softmax_rows, transition_matrix
 
@@ -45,13 +46,10 @@ def _rebuild(tree, leaves: list[np.ndarray]):
 
 def log_evidence(p: Parameters, chunks: np.ndarray, batch: int = 64) -> float:
     """``sum log P(chunk)`` over the rows of ``chunks`` (M, length), ``batch`` rows at a time."""
-    prior, T, emission = (
-        softmax_rows(p.prior),
-        transition_matrix(p.transition),
-        softmax_rows(p.emission),
-    )
+    prior, emission = softmax_rows(p.prior), softmax_rows(p.emission)
+    T = transition_matrix(p.transition)
     return sum(
-        statistics(prior, T, emission, chunks[k : k + batch]).log_evidence
+        evidence.log_evidence(prior, T, emission, chunks[k : k + batch])
         for k in range(0, len(chunks), batch)
     )
 

@@ -20,6 +20,7 @@ from pipeline.models import (
     banded_kernel,
     bell,
     dirichlet,
+    hmmlm,
     kernel,
     lm,
     lm_smoothed,
@@ -39,6 +40,7 @@ FAMILIES: dict[str, ModuleType] = {
     "peaked": peaked,
     "kernel": kernel,
     "banded_kernel": banded_kernel,
+    "hmmlm": hmmlm,
 }
 """Family name -> its module."""
 
@@ -99,7 +101,8 @@ def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
     smoothing) and ``lm_smoothed`` (the same, smoothed by default),
     ``dirichlet`` (random Dirichlet rows), ``peaked`` (a few random successors on a
     flat background, for very large models), ``kernel`` and ``banded_kernel`` (low-rank
-    feature-map transitions, without and with a band, seed 002); see each module's docstring.
+    feature-map transitions, without and with a band, seed 002) and ``hmmlm`` (an HMM LM
+    the training sweep saved); see each module's docstring.
     ``params`` are the family's keyword parameters (``family_parameters``).
     """
     check_model(family, n_states, **params)

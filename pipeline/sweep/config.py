@@ -22,10 +22,15 @@ from dask.utils import parse_bytes
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from pipeline.hmmlm.parameters import PARAMETERISATIONS, parse
 from pipeline.methods import METHODS
 from pipeline.models import FAMILIES, check_model, family_parameters
+from pipeline.models.corpus import read_documents
+from pipeline.models.lm import vocabulary
 
 MODES = ("predict", "filter")
+DEFAULT_CORPUS_WORDS = 7620
+"""Word types the default corpus (the standard library's English) has at least, tested."""
 REPOSITORY = Path(__file__).resolve().parents[2]
 CLUSTER_FILE = "dask_cluster.yaml"
 WALLTIME = re.compile(r"(?:(\d+)-)?(\d+):([0-5]\d):([0-5]\d)")
@@ -197,10 +202,42 @@ CLUSTER_KINDS = {
 
 
 @dataclass
+class TrainingConfig:
+    """An HMM LM training sweep (seed 002): each (n_states, parameterisation, seed) is a cell
+    that trains one model (``pipeline.hmmlm``) and stores its held-out perplexity."""
+
+    n_states: list[int] = field(default_factory=lambda: [256])
+    parameterisations: list[str] = field(default_factory=lambda: ["softmax"])
+    """``softmax``, ``kernel_<r>`` or ``banded_kernel_<r>``: r states per feature."""
+    seeds: list[int] = field(default_factory=lambda: [0])
+    epochs: int = 3
+    batch: int = 32
+    """Chunks per gradient step."""
+    length: int = 64
+    """Tokens per chunk; every chunk starts from the prior."""
+    n_tokens: int = 1000
+    """Vocabulary: the most frequent words, the rest one unknown word."""
+    train_chunks: Optional[int] = None  # noqa: UP045
+    """Train on the first this many training chunks (default all)."""
+    held_out_chunks: Optional[int] = None  # noqa: UP045
+    """Measure perplexity on the first this many held-out chunks (default all)."""
+    learning_rate: float = 0.05
+    dim: int = 32
+    """Embedding dimension of the kernel parameterisations."""
+    delta: int = 3
+    """Band of the banded kernels: ``|i - j| < delta``."""
+    corpus: Optional[str] = None  # noqa: UP045
+    """A text file or folder; default the standard library's English."""
+
+
+@dataclass
 class SweepConfig:
     """The whole sweep; Hydra's ``config.yaml`` fills it in."""
 
     grid: GridConfig = field(default_factory=GridConfig)
+    training: Optional[TrainingConfig] = None  # noqa: UP045
+    """Set (by ``experiment=lm_scaling`` or ``lm_smoke``): the sweep trains HMM LMs over
+    this grid instead of sweeping approximations over ``grid``."""
     model: Any = field(default_factory=ModelConfig)
     cluster: Any = MISSING
     timing: TimingConfig = field(default_factory=TimingConfig)
@@ -352,8 +389,46 @@ def _validate_methods(grid) -> None:
                 raise ConfigError(where, str(error)) from None
 
 
-def validate(cfg) -> None:
-    """Raise ``ConfigError`` naming the first invalid setting of a composed config."""
+def _validate_training(training) -> None:
+    _check_list("training.n_states", training.n_states, int, "integers >= 2")
+    _check_list("training.parameterisations", training.parameterisations, str, PARAMETERISATIONS)
+    _check_list("training.seeds", training.seeds, int, "integers >= 0")
+    for n in training.n_states:
+        if n < 2:
+            raise ConfigError("training.n_states", f"{n} is not allowed; allowed: integers >= 2")
+        for name in training.parameterisations:
+            try:
+                parse(name, n)
+            except ValueError as error:
+                raise ConfigError("training.parameterisations", str(error)) from None
+    for key in ("epochs", "batch", "length", "n_tokens", "dim", "delta"):
+        least = 2 if key in ("length", "n_tokens") else 1
+        if training[key] < least:
+            raise ConfigError(
+                f"training.{key}", f"{training[key]} is not allowed; allowed: integers >= {least}"
+            )
+    for key in ("train_chunks", "held_out_chunks"):
+        if training[key] is not None and training[key] < 1:
+            raise ConfigError(f"training.{key}", f"{training[key]} is not allowed; allowed: >= 1")
+    if not training.learning_rate > 0:
+        raise ConfigError("training.learning_rate", "must be a number > 0")
+    if training.corpus is None:
+        if training.n_tokens > DEFAULT_CORPUS_WORDS:
+            raise ConfigError(
+                "training.n_tokens",
+                f"{training.n_tokens} is not allowed with the default corpus; allowed: "
+                f"2 to {DEFAULT_CORPUS_WORDS}, or a larger training.corpus",
+            )
+        return
+    if not Path(training.corpus).exists():
+        raise ConfigError("training.corpus", f"{training.corpus} does not exist")
+    try:  # a user's corpus is read here, once, so a small one fails before any training
+        vocabulary(read_documents(training.corpus), training.n_tokens)
+    except ValueError as error:
+        raise ConfigError("training.n_tokens", str(error)) from None
+
+
+def _validate_grid(cfg) -> None:
     grid = cfg.grid
     _check_list("grid.families", grid.families, str, ", ".join(FAMILIES))
     for family in grid.families:
@@ -387,6 +462,14 @@ def validate(cfg) -> None:
         raise ConfigError(
             "grid.observe_every", f"{grid.observe_every} is not allowed; allowed: integers >= 1"
         )
+
+
+def validate(cfg) -> None:
+    """Raise ``ConfigError`` naming the first invalid setting of a composed config."""
+    if cfg.training is not None:
+        _validate_training(cfg.training)
+    else:
+        _validate_grid(cfg)
     for key, value, least in (
         ("timing.repeats", cfg.timing.repeats, 1),
         ("timing.max_repeats", cfg.timing.max_repeats, cfg.timing.repeats),

@@ -52,6 +52,8 @@ class Grid:
     params: dict[str, dict]
     """Model parameters of each family of the grid (``model.<family>``)."""
 
+    DIMS = DIMS
+
     @classmethod
     def from_config(cls, cfg) -> Grid:
         grid = cfg.grid

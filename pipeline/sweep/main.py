@@ -22,13 +22,14 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 
 from pipeline import open_results
 from pipeline.analysis import summary_table
-from pipeline.sweep import plan, tasks
+from pipeline.sweep import plan, tasks, training
 from pipeline.sweep.cluster import NoWorkers, WorkerWatch, connect, dashboard_link
 from pipeline.sweep.config import REPOSITORY, ConfigError, check_writable, register, validate
 from pipeline.sweep.grid import Grid
 from pipeline.sweep.progress import Progress
 from pipeline.sweep.provenance import now, provenance, public_config
 from pipeline.sweep.store import ResultStore
+from pipeline.sweep.training import TrainingGrid, TrainingStore
 
 VERSION_BASE = "1.3"
 CONFIG_DIR = REPOSITORY / "conf"
@@ -74,18 +75,22 @@ def plan_settings(grid: Grid, cfg) -> plan.Settings:
     )
 
 
-def compute(client, grid: Grid, store: ResultStore, cfg) -> None:
+def compute(client, grid: Grid | TrainingGrid, store: ResultStore, cfg) -> None:
     """Compute the cells the store lacks; record each and flush every ``flush_seconds``."""
     cells = store.todo()
     progress = Progress(len(grid.cells()), store.n_done, interval=cfg.progress_seconds)
-    futures = plan.submit(
-        client,
-        grid,
-        cells,
-        settings=plan_settings(grid, cfg),
-        retries=cfg.retries,
-        fuse_states=cfg.fuse_states,
-    )
+    if isinstance(grid, TrainingGrid):
+        models = store.path.parent.resolve() / f"{store.path.stem}_models"
+        futures = training.submit(client, grid, cells, retries=cfg.retries, models=models)
+    else:
+        futures = plan.submit(
+            client,
+            grid,
+            cells,
+            settings=plan_settings(grid, cfg),
+            retries=cfg.retries,
+            fuse_states=cfg.fuse_states,
+        )
     log.info("%d cells to compute, %d already done", len(cells), store.n_done)
     watch = WorkerWatch(client, cfg.cluster.wait_for_workers)
     finished = as_completed(futures)
@@ -121,10 +126,12 @@ def compute(client, grid: Grid, store: ResultStore, cfg) -> None:
 def run(cfg) -> int:
     """The sweep of a composed config; returns the exit status (1 if any cell failed)."""
     validate(cfg)
-    grid = Grid.from_config(cfg)
+    trains = cfg.training is not None
+    grid = TrainingGrid.from_config(cfg) if trains else Grid.from_config(cfg)
+    kind = TrainingStore if trains else ResultStore
     path = store_path(cfg)
     check_writable(path)
-    ResultStore.check(path, grid, overwrite=cfg.overwrite)
+    kind.check(path, grid, overwrite=cfg.overwrite)
     with connect(cfg.cluster) as client:
         log.info("Dask scheduler: %s", client.scheduler.address)
         log.info("Dask dashboard: %s", dashboard_link(client, cfg.cluster))
@@ -133,7 +140,7 @@ def run(cfg) -> int:
             "start_time": now(),
             **provenance(),
         }
-        store = ResultStore.open(path, grid, attrs, overwrite=cfg.overwrite)
+        store = kind.open(path, grid, attrs, overwrite=cfg.overwrite)
         threads = client.run(tasks.blas_threads)
         low, high = min(threads.values()), max(threads.values())
         store.update_attrs(
@@ -143,7 +150,8 @@ def run(cfg) -> int:
         )
         compute(client, grid, store, cfg)
         store.update_attrs(end_time=now())
-    print(summary_table(open_results(path)))
+    results = open_results(path)
+    print(training.summary(results) if trains else summary_table(results))
     print(f"results: {path}  (xr.open_zarr({str(path)!r}))")
     if store.n_failed:
         print(

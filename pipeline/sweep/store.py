@@ -158,11 +158,14 @@ VARIABLES: dict[str, Variable] = {
 _FILL = {"float64": np.nan, "bool": False, "str": ""}
 
 
-def _template(grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]:
-    """The empty Dataset of ``grid`` and its zarr encoding."""
-    coords = grid.coords()
+def empty_variables(
+    variables: dict[str, Variable], coords: dict[str, np.ndarray]
+) -> tuple[dict[str, xr.Variable], dict]:
+    """Every variable filled with its missing value (NaN, False, ""), with ``units``,
+    ``long_name`` and ``missing`` attributes, and its zarr encoding: one chunk per pair of
+    the first two dims."""
     data, encoding = {}, {}
-    for name, variable in VARIABLES.items():
+    for name, variable in variables.items():
         shape = tuple(coords[d].size for d in variable.dims)
         dtype = object if variable.dtype == "str" else variable.dtype
         attributes = {"units": variable.units, "long_name": variable.long_name}
@@ -172,6 +175,13 @@ def _template(grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]:
             variable.dims, np.full(shape, _FILL[variable.dtype], dtype), attributes
         )
         encoding[name] = {"chunks": (1, 1, *shape[2:])}
+    return data, encoding
+
+
+def _template(grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]:
+    """The empty Dataset of ``grid`` and its zarr encoding."""
+    coords = grid.coords()
+    data, encoding = empty_variables(VARIABLES, coords)
     data["in_grid"] = xr.Variable(
         ("family", "n_states", "method", "setting"),
         grid.in_grid,
@@ -223,15 +233,21 @@ class ResultStore:
     """The store of one sweep, with an in-memory mirror of every cell variable.
 
     Use ``ResultStore.open`` to create or resume; ``record`` and
-    ``record_failure`` update the mirror, ``flush`` writes it.
+    ``record_failure`` update the mirror, ``flush`` writes it. A sweep of
+    another kind (``pipeline.sweep.training``) subclasses it with its own
+    ``variables``, ``template`` and grid (``cells``, ``index``, ``fingerprint``
+    and ``DIMS``, whose first two dims chunk the store).
     """
+
+    variables: dict[str, Variable] = VARIABLES
+    template = staticmethod(_template)
 
     def __init__(self, path: Path, grid: Grid, group: zarr.Group, arrays: dict[str, np.ndarray]):
         self.path, self.grid, self._group, self._arrays = path, grid, group, arrays
         self._dirty: set[tuple[int, int]] = set()
 
-    @staticmethod
-    def check(path: Path, grid: Grid, *, overwrite: bool = False) -> bool:
+    @classmethod
+    def check(cls, path: Path, grid: Grid, *, overwrite: bool = False) -> bool:
         """Whether ``path`` holds a store of ``grid`` to resume; reads, never writes.
 
         Raises ``ConfigError`` when ``path`` holds something else, or a store
@@ -251,7 +267,7 @@ class ResultStore:
         current = group.attrs.get("format", 1) == FORMAT
         if not overwrite:
             check_format(dict(group.attrs), path)
-        missing = sorted(set(VARIABLES) - set(group.array_keys()))
+        missing = sorted(set(cls.variables) - set(group.array_keys()))
         if missing and not overwrite:
             raise ConfigError(
                 "store",
@@ -275,16 +291,16 @@ class ResultStore:
         path = Path(path)
         if cls.check(path, grid, overwrite=overwrite):
             group = zarr.open_group(path, mode="r+", use_consolidated=False)
-            arrays = {name: np.asarray(group[name][...]) for name in VARIABLES}
+            arrays = {name: np.asarray(group[name][...]) for name in cls.variables}
             store = cls(path, grid, group, arrays)
             store.update_attrs(runs=int(group.attrs.get("runs", 1)) + 1)
             return store
         if path.exists():
             shutil.rmtree(path)
-        dataset, encoding = _template(grid, {**attrs, "runs": 1})
+        dataset, encoding = cls.template(grid, {**attrs, "runs": 1})
         dataset.to_zarr(path, mode="w", encoding=encoding, consolidated=False)
         _consolidate(path)
-        arrays = {name: dataset[name].values.copy() for name in VARIABLES}
+        arrays = {name: dataset[name].values.copy() for name in cls.variables}
         return cls(path, grid, zarr.open_group(path, mode="r+", use_consolidated=False), arrays)
 
     def todo(self) -> list[Cell]:
@@ -302,9 +318,10 @@ class ResultStore:
 
     def record(self, cell: Cell, values: dict) -> None:
         """Put a finished cell's ``values`` (variable name -> value) in the mirror."""
-        index = dict(zip(DIMS, self.grid.index(cell), strict=True))
+        index = dict(zip(self.grid.DIMS, self.grid.index(cell), strict=True))
         for name, value in values.items():
-            self._arrays[name][tuple(index[d] for d in VARIABLES[name].dims if d != "t")] = value
+            where = tuple(index[d] for d in self.variables[name].dims if d in index)
+            self._arrays[name][where] = value
         self._set_status(cell, done=True, failed=False, error="")
 
     def record_failure(self, cell: Cell, message: str) -> None:
@@ -317,9 +334,9 @@ class ResultStore:
         self._dirty.add(position[:2])
 
     def flush(self) -> None:
-        """Write the chunks of every changed ``(family, n_states)`` pair, ``done`` last."""
+        """Write the chunks of every changed pair of the first two dims, ``done`` last."""
         for pair in sorted(self._dirty):
-            for name in VARIABLES:
+            for name in self.variables:
                 self._group[name][pair] = self._arrays[name][pair]
         self._dirty.clear()
 

@@ -1,0 +1,42 @@
+"""A trained HMM language model (seed 002) as a model family: ``hmmlm``.
+
+``build_model("hmmlm", n, path=...)`` reads a model saved by the training sweep
+(``python -m pipeline.sweep experiment=lm_scaling`` writes one ``.npz`` per cell,
+format in ``pipeline.hmmlm.saved``): hidden states, not words, with the
+transitions of its parameterisation (dense for the full softmax, ``LowRank`` for
+a kernel, with its band) and dense emissions over its vocabulary. Every method
+then runs on it: top-p, top-k or low-rank on a trained HMM LM is the top-p
+paper's "LM HMM" done the way it describes it. ``n_states`` must be the saved
+model's. The family has no randomness: ``seed`` is ignored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.hmmlm import saved
+from pipeline.hmmlm.parameters import softmax_rows, transition_matrix
+from pipeline.models.hmm import HMM
+
+SEEDED = False
+
+GAMMA_EXACT_MAX_STATES = 5000
+"""A kernel model's exact minimal mixing rate materialises its matrix (as for ``kernel``)."""
+
+
+def check(n_states: int, *, path: str | None = None) -> None:
+    """Raise ``ValueError`` unless ``path`` names a saved model of ``n_states`` states."""
+    if path is None:
+        raise ValueError("the hmmlm family needs path= a model saved by the training sweep")
+    if not Path(path).is_file():
+        raise ValueError(f"the hmmlm family's path {path} is not a file")
+    saved_states = saved.n_states(path)
+    if saved_states != n_states:
+        raise ValueError(f"{path} holds a model of {saved_states} states, not n_states={n_states}")
+
+
+def build(n_states: int, seed: int = 0, *, path: str | None = None) -> HMM:
+    """The HMM of the model saved at ``path`` (``seed`` is ignored)."""
+    check(n_states, path=path)
+    p, _ = saved.load(path)
+    return HMM(softmax_rows(p.prior), transition_matrix(p.transition), softmax_rows(p.emission))
