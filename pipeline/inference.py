@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
 from pipeline.kernels import forward
@@ -124,7 +125,16 @@ def _forward(hmm: HMM, initial, likelihoods, rows, target: float) -> FilterResul
     elapsed, pruned = np.empty(steps), np.empty(steps)
     zero = np.zeros(steps, dtype=bool)
     log_evidence = forward.forward(
-        hmm.transition_layout, initial, likelihoods, rows, target, beliefs, elapsed, zero, pruned
+        hmm.transition_layout,
+        initial,
+        likelihoods,
+        rows,
+        target,
+        beliefs,
+        elapsed,
+        zero,
+        pruned,
+        numba.get_num_threads(),
     )
     return FilterResult(beliefs, float(log_evidence), np.flatnonzero(zero), elapsed, pruned)
 

@@ -9,11 +9,13 @@ arrays, cheap to send) whose ``values()`` maps result variable names
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numba
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
@@ -221,15 +223,27 @@ class CellResult(NamedTuple):
         }
 
 
+@contextlib.contextmanager
+def _numba_threads(timing: Timing):
+    """numba's threads (the parallel CSR step's) set to ``timing.threads`` (at most the
+    cores numba has) in this thread while timing, restored after."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(timing.threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
 def _timed_runs(model: Model, approximation: Approximation, exact: Reference, timing: Timing):
-    """Exact and approximate runs alternating (exact first on even repeats), BLAS fixed to
-    ``timing.threads``, until ``timing.repeats`` pairs and ``timing.min_seconds`` (at most
-    ``timing.max_repeats``). Returns the exact runs (none without a reference) and the
-    approximate runs."""
+    """Exact and approximate runs alternating (exact first on even repeats), BLAS and numba's
+    parallel steps fixed to ``timing.threads``, until ``timing.repeats`` pairs and
+    ``timing.min_seconds`` (at most ``timing.max_repeats``). Returns the exact runs (none
+    without a reference) and the approximate runs."""
     runs: dict[str, list] = {"exact": [], "approx": []}
     pair = ("exact", "approx") if exact.beliefs is not None else ("approx",)
     start = time.perf_counter()
-    with _threadpools().limit(limits=timing.threads, user_api="blas"):
+    with _threadpools().limit(limits=timing.threads, user_api="blas"), _numba_threads(timing):
         while len(runs["approx"]) < timing.repeats or (
             time.perf_counter() - start < timing.min_seconds
             and len(runs["approx"]) < timing.max_repeats

@@ -4,12 +4,14 @@ A new format adds a factory to ``FORMATS`` (a random row-stochastic matrix in
 the format and its dense materialisation) and must pass every test here.
 """
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from pipeline import operators
 from pipeline.inference import filtering
+from pipeline.kernels import forward
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, mixing_rate_part, sparsity
 from pipeline.models import HMM, build_model, gamma_exact_max_states
 from pipeline.operators import LowRank, SparsePlusRankOne
@@ -244,3 +246,36 @@ def test_a_large_low_rank_matrix_gets_the_factor_bound_not_a_dense_pair_search()
         mixing_rate_part(hmm.transition, 0, 100)
     assert doeblin_lower_bound(hmm.transition) == factor_doeblin_bound(hmm.transition) > 0
     assert gamma_exact_max_states("kernel") == 5000 < gamma_exact_max_states("bell")
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba has one thread here")
+def test_the_parallel_csr_step_equals_the_serial_and_dense_ones():
+    """Above PARALLEL_ENTRIES stored entries a step uses every numba thread: each thread
+    scatters its share of the rows, the copies are summed. The beliefs must not change."""
+    rng = np.random.default_rng(3)
+    T = random_stochastic(rng, 400, 400, zeros=0.5)
+    assert np.count_nonzero(T) >= forward.PARALLEL_ENTRIES
+    E = random_stochastic(rng, 400, 7)
+    prior = rng.dirichlet(np.ones(400))
+    observations = rng.integers(-1, 7, size=30)
+    dense = filtering(HMM(prior, T, E), observations)
+    for matrix in (
+        sp.csr_array(T),
+        SparsePlusRankOne(sp.csr_array(T * 0.9), np.full(400, 0.1 / 400), np.ones(400)),
+    ):
+        reference = (
+            dense
+            if isinstance(matrix, sp.csr_array)
+            else filtering(HMM(prior, matrix.toarray(), E), observations)
+        )
+        hmm = HMM(prior, matrix, E)
+        before = numba.get_num_threads()
+        try:
+            numba.set_num_threads(1)
+            serial = filtering(hmm, observations)
+            numba.set_num_threads(2)
+            parallel = filtering(hmm, observations)
+        finally:
+            numba.set_num_threads(before)
+        np.testing.assert_allclose(parallel.beliefs, reference.beliefs, atol=1e-12)
+        np.testing.assert_allclose(parallel.beliefs, serial.beliefs, atol=1e-14)
