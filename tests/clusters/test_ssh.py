@@ -30,6 +30,7 @@ def test_smoke_sweep_over_ssh_with_tls_equals_the_local_run(sshd, smoke, tmp_pat
     # may pick another kernel, whose sums can differ in the last bit.
     assert_same_results(tmp_path / "r.zarr", smoke[0], rtol=1e-13)
     assert_no_secrets(tmp_path / "r.zarr")
+    assert_no_secrets(tmp_path / "outputs")  # Hydra's run folder keeps no copy of the config
     assert f"password: {REDACTED}\n" in xr.open_zarr(tmp_path / "r.zarr").attrs["config"]
 
 
