@@ -17,6 +17,18 @@ METHOD_TITLES = {
 MODE_TITLES = {"predict": "prediction", "filter": "filtering"}
 
 
+def run_lines(attrs: dict, threads: str) -> list[str]:
+    """The report lines on where and when a store was made: machine, Dask (``threads``: what
+    its BLAS threads were), run times and commit."""
+    return [
+        f"- machine: {attrs.get('host', '?')}: {attrs.get('cpu', '?')}, "
+        f"{attrs.get('memory', '?')} memory; BLAS {attrs.get('blas', '?')}",
+        f"- Dask: {attrs.get('workers', '?')} workers; {threads}",
+        f"- run: {attrs.get('start_time', '?')} to {attrs.get('end_time', '?')}, "
+        f"commit {attrs.get('git_commit', '?')}",
+    ]
+
+
 def models(ds: xr.Dataset) -> list[tuple[str, int]]:
     """The ``(family, n_states)`` pairs the run has, in coordinate order."""
     exists = ds["in_grid"].any(("method", "setting"))

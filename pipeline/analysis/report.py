@@ -20,7 +20,7 @@ from pipeline.analysis.figures import (
     tv_figure,
 )
 from pipeline.analysis.paper import compare
-from pipeline.analysis.readings import variants
+from pipeline.analysis.readings import run_lines, variants
 from pipeline.analysis.tables import (
     filtering_table,
     front_table,
@@ -160,12 +160,10 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
     lines = [
         f"# Sweep report: {store}",
         "",
-        f"- machine: {attrs.get('host', '?')}: {attrs.get('cpu', '?')}, "
-        f"{attrs.get('memory', '?')} memory; BLAS {attrs.get('blas', '?')}",
-        f"- Dask: {attrs.get('workers', '?')} workers; BLAS fixed to "
-        f"{attrs.get('timing_blas_threads', '?')} thread(s) while timing",
-        f"- run: {attrs.get('start_time', '?')} to {attrs.get('end_time', '?')}, "
-        f"commit {attrs.get('git_commit', '?')}",
+        *run_lines(
+            attrs,
+            f"BLAS fixed to {attrs.get('timing_blas_threads', '?')} thread(s) while timing",
+        ),
         f"- grid: families {_listed(ds['family'])}; n_states {_listed(ds['n_states'])}; "
         f"methods {_methods(ds)}; horizon {int(ds['t'].values[-1])}; "
         f"seeds {_listed(ds['seed'])}; modes {_listed(ds['mode'])}",

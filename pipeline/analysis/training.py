@@ -13,7 +13,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from pipeline.analysis.readings import finite_median
+from pipeline.analysis.readings import finite_median, run_lines
 
 
 def _final(ds: xr.Dataset, name: str) -> xr.DataArray:
@@ -95,12 +95,7 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
         [
             f"# Training report: {store}",
             "",
-            f"- machine: {attrs.get('host', '?')}: {attrs.get('cpu', '?')}, "
-            f"{attrs.get('memory', '?')} memory; BLAS {attrs.get('blas', '?')}",
-            f"- Dask: {attrs.get('workers', '?')} workers, BLAS threads per worker "
-            f"{attrs.get('worker_blas_threads', '?')}",
-            f"- run: {attrs.get('start_time', '?')} to {attrs.get('end_time', '?')}, "
-            f"commit {attrs.get('git_commit', '?')}",
+            *run_lines(attrs, f"BLAS threads per worker {attrs.get('worker_blas_threads', '?')}"),
             f"- cells done: {done} of {cells}; median training tokens per epoch "
             f"{finite_median(ds['train_tokens'].where(ds['done'])):,.0f}",
             "",

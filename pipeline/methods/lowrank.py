@@ -9,7 +9,7 @@ multiplicative updates. Every stationary point of KL-NMF keeps the row sums
 of ``T`` (Ho and Van Dooren 2008), so the fit is a stochastic matrix up to the
 last iterate's rounding, which a final renormalisation removes. The fit is
 part of the measured build time. It materialises ``T``: at most
-``MAX_DENSE`` entries.
+``pipeline.operators.lowrank.MAX_DENSE`` entries.
 
 Prior and emissions stay exact. Guarantee: none a priori (rank r does not
 bound a row's error); each row's ``eps_i = TV(T_i, Q_i)`` is measured, so the
@@ -18,17 +18,18 @@ method-neutral bounds hold with the measured ``max_i eps_i``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pipeline.methods.base import Approximation
 from pipeline.models.hmm import HMM
 from pipeline.operators import LowRank, toarray
+from pipeline.operators.lowrank import MAX_DENSE
 
 SETTING = "r"
 """What the setting of this method is: the rank of the fit, an integer >= 1."""
 
-MAX_DENSE = 25_000_000
-"""The fit reads the whole matrix: at most this many entries (n = 5000)."""
 
 ITERATIONS = 500
 """Most multiplicative updates of a fit."""
@@ -95,7 +96,7 @@ def dense_transitions(hmm: HMM) -> np.ndarray:
     if n * n > MAX_DENSE:
         raise ValueError(
             f"a low-rank fit reads the whole {n} x {n} transition matrix; "
-            f"allowed: at most {MAX_DENSE:,} entries (n_states <= 5000)"
+            f"allowed: at most {MAX_DENSE:,} entries (n_states <= {math.isqrt(MAX_DENSE)})"
         )
     return np.array(toarray(hmm.transition), dtype=np.float64)
 

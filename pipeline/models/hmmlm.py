@@ -16,11 +16,12 @@ from pathlib import Path
 
 from pipeline.hmmlm import saved
 from pipeline.hmmlm.parameters import softmax_rows, transition_matrix
+from pipeline.models import kernel
 from pipeline.models.hmm import HMM
 
 SEEDED = False
 
-GAMMA_EXACT_MAX_STATES = 5000
+GAMMA_EXACT_MAX_STATES = kernel.GAMMA_EXACT_MAX_STATES
 """A kernel model's exact minimal mixing rate materialises its matrix (as for ``kernel``)."""
 
 

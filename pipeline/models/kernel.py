@@ -17,18 +17,21 @@ rows over ``n_observations`` symbols (the ``peaked`` family's rows), O(n).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pipeline.models.hmm import HMM
 from pipeline.models.peaked import peaked_rows
 from pipeline.operators import LowRank
+from pipeline.operators.lowrank import MAX_DENSE
 
 PRIOR, TRANSITION, EMISSION = 0, 1, 2
 """Stream ids that keep the prior, transition and emission draws independent."""
 
-GAMMA_EXACT_MAX_STATES = 5000
+GAMMA_EXACT_MAX_STATES = math.isqrt(MAX_DENSE)
 """The exact minimal mixing rate materialises the matrix (``pipeline.operators.lowrank``):
-above this many states the sweep uses the Doeblin lower bound."""
+above this many states (5000) the sweep uses the Doeblin lower bound."""
 
 
 def features(rng: np.random.Generator, n: int, dim: int, n_features: int, temperature: float):

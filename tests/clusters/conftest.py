@@ -21,30 +21,28 @@ SECRET = "pipeline-test-secret-5b0d"
 """A password in the SSH entry and a token in the sweep's environment: no store may hold it."""
 
 
-@pytest.fixture(scope="session")
-def slurm():
-    """A running one-node Slurm on 127.0.0.1 (its PBS wrappers too)."""
+def _running(service):
+    """Start one of the kit's services for the session, or skip with why it cannot run."""
     try:
-        cluster = kit.Slurm()
+        started = service()
     except kit.Unavailable as reason:
         pytest.skip(str(reason))
     try:
-        yield cluster.start()
+        yield started.start()
     finally:
-        cluster.stop()
+        started.stop()
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """A running one-node Slurm on 127.0.0.1 (its PBS wrappers too)."""
+    yield from _running(kit.Slurm)
 
 
 @pytest.fixture(scope="session")
 def sshd():
     """A running sshd on 127.0.0.1 that accepts one generated key."""
-    try:
-        server = kit.Sshd()
-    except kit.Unavailable as reason:
-        pytest.skip(str(reason))
-    try:
-        yield server.start()
-    finally:
-        server.stop()
+    yield from _running(kit.Sshd)
 
 
 def jobqueue_entry(kind: str, **overrides) -> dict:
