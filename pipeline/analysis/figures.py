@@ -8,6 +8,8 @@ matplotlib's object API (no pyplot state, no display needed).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib as mpl
 import numpy as np
 import xarray as xr
@@ -274,3 +276,13 @@ def pareto_figure(ds: xr.Dataset, cost: str = "runtime") -> Figure:
     extra = [Line2D([], [], color="black", marker="*", linestyle="", label="exact")]
     _legend(figure, ds, extra if cost == "runtime" else None)
     return figure
+
+
+def save(out: Path, figures: dict[str, Figure], report: str) -> Path:
+    """Write each figure to ``out/<name>`` as PNG and ``report`` to ``out/report.md``; return
+    the report's path."""
+    for name, figure in figures.items():
+        figure.savefig(out / name, dpi=90)
+    path = out / "report.md"
+    path.write_text(report)
+    return path

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import xarray as xr
 
-from pipeline.analysis import training
+from pipeline.analysis import coupled, training
 from pipeline.analysis.figures import (
     pareto_figure,
     payoff_figure,
     runtime_figure,
+    save,
     sparsity_speedup_figure,
     tv_figure,
 )
@@ -228,6 +229,8 @@ def analyze(store, out=None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     if ds.attrs.get("kind") == "training":
         return training.analyze(ds, store, out)
+    if ds.attrs.get("kind") == "coupled":
+        return coupled.analyze(ds, store, out)
     figures = {"runtime.png": runtime_figure(ds), "tv.png": tv_figure(ds)}
     if len({m for m, _ in variants(ds)}) > 1:
         figures["pareto.png"] = pareto_figure(ds)
@@ -235,8 +238,4 @@ def analyze(store, out=None) -> Path:
     if any(m == "topp" for m, _ in variants(ds)):
         figures["sparsity_speedup.png"] = sparsity_speedup_figure(ds)
         figures["payoff.png"] = payoff_figure(ds)
-    for name, figure in figures.items():
-        figure.savefig(out / name, dpi=90)
-    path = out / "report.md"
-    path.write_text(report(ds, store, list(figures)))
-    return path
+    return save(out, figures, report(ds, store, list(figures)))

@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from pipeline.analysis.figures import save
 from pipeline.analysis.readings import finite_median, run_lines
 
 
@@ -135,8 +136,4 @@ def analyze(ds: xr.Dataset, store: Path, out: Path) -> Path:
         ),
         "curves.png": curves_figure(ds),
     }
-    for name, figure in figures.items():
-        figure.savefig(out / name, dpi=90)
-    path = out / "report.md"
-    path.write_text(report(ds, store, list(figures)))
-    return path
+    return save(out, figures, report(ds, store, list(figures)))

@@ -231,6 +231,40 @@ class TrainingConfig:
 
 
 @dataclass
+class CoupledConfig:
+    """A coupled sweep (seed 001): structured mean field and chain-wise Viterbi against exact
+    and top-p, per (model, chains, n_states, eps, seed, observe); ``pipeline.sweep.coupled``."""
+
+    chains: list[int] = field(default_factory=lambda: [2])
+    n_states: Any = None
+    """States per chain: a list for every chain count, or a mapping chains -> list."""
+    eps: list[float] = field(default_factory=lambda: [0.0, 0.2])
+    """Couplings: the probability that a chain moves by another chain's state."""
+    seeds: list[int] = field(default_factory=lambda: [0])
+    observe: list[str] = field(default_factory=lambda: ["chain"])
+    """``chain`` (every chain's symbol) and/or ``set`` (the set of symbols emitted)."""
+    n_observations: int = 4
+    """Symbols each chain of the ``coupled`` family emits."""
+    alpha: float = 0.1
+    """Dirichlet concentration of the ``coupled`` family's rows."""
+    relational: dict[str, Any] = field(default_factory=dict)
+    """Relational specs (``conf/relational/<name>.yaml``) -> domains to ground them at, each a
+    mapping type -> how many of its constants to keep (the rest of the types whole)."""
+    horizon: int = 50
+    observe_every: int = 4
+    topp: list[float] = field(default_factory=lambda: [0.9, 0.99])
+    """Top-p masses of the joint chain's transitions, run beside the mean field."""
+    tolerance: float = 1e-6
+    max_iterations: int = 100
+    exact_max_states: int = 4096
+    """Exact inference (and top-p on the joint) only up to this many joint states."""
+    repeats: int = 3
+    """Each runtime is the median of this many runs..."""
+    budget: float = 1.0
+    """...or of as many as fit in this many seconds (at least one)."""
+
+
+@dataclass
 class SweepConfig:
     """The whole sweep; Hydra's ``config.yaml`` fills it in."""
 
@@ -238,6 +272,9 @@ class SweepConfig:
     training: Optional[TrainingConfig] = None  # noqa: UP045
     """Set (by ``experiment=lm_scaling`` or ``lm_smoke``): the sweep trains HMM LMs over
     this grid instead of sweeping approximations over ``grid``."""
+    coupled: Optional[CoupledConfig] = None  # noqa: UP045
+    """Set (by ``experiment=coupled`` or ``coupled_smoke``): the sweep compares inference in
+    weakly coupled HMMs (seed 001) over this grid instead of sweeping ``grid``."""
     model: Any = field(default_factory=ModelConfig)
     cluster: Any = MISSING
     timing: TimingConfig = field(default_factory=TimingConfig)
@@ -466,8 +503,14 @@ def _validate_grid(cfg) -> None:
 
 def validate(cfg) -> None:
     """Raise ``ConfigError`` naming the first invalid setting of a composed config."""
+    if cfg.training is not None and cfg.coupled is not None:
+        raise ConfigError("coupled", "a sweep is either a training or a coupled sweep, not both")
     if cfg.training is not None:
         _validate_training(cfg.training)
+    elif cfg.coupled is not None:
+        from pipeline.sweep.coupled import validate as validate_coupled
+
+        validate_coupled(cfg.coupled)
     else:
         _validate_grid(cfg)
     for key, value, least in (

@@ -22,9 +22,10 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 
 from pipeline import open_results
 from pipeline.analysis import summary_table
-from pipeline.sweep import plan, tasks, training
+from pipeline.sweep import coupled, plan, tasks, training
 from pipeline.sweep.cluster import NoWorkers, WorkerWatch, connect, dashboard_link
 from pipeline.sweep.config import REPOSITORY, ConfigError, check_writable, register, validate
+from pipeline.sweep.coupled import CoupledGrid, CoupledStore
 from pipeline.sweep.grid import Grid
 from pipeline.sweep.progress import Progress
 from pipeline.sweep.provenance import now, provenance, public_config
@@ -75,13 +76,15 @@ def plan_settings(grid: Grid, cfg) -> plan.Settings:
     )
 
 
-def compute(client, grid: Grid | TrainingGrid, store: ResultStore, cfg) -> None:
+def compute(client, grid: Grid | TrainingGrid | CoupledGrid, store: ResultStore, cfg) -> None:
     """Compute the cells the store lacks; record each and flush every ``flush_seconds``."""
     cells = store.todo()
     progress = Progress(len(grid.cells()), store.n_done, interval=cfg.progress_seconds)
     if isinstance(grid, TrainingGrid):
         models = store.path.parent.resolve() / f"{store.path.stem}_models"
         futures = training.submit(client, grid, cells, retries=cfg.retries, models=models)
+    elif isinstance(grid, CoupledGrid):
+        futures = coupled.submit(client, grid, cells, retries=cfg.retries)
     else:
         futures = plan.submit(
             client,
@@ -126,9 +129,12 @@ def compute(client, grid: Grid | TrainingGrid, store: ResultStore, cfg) -> None:
 def run(cfg) -> int:
     """The sweep of a composed config; returns the exit status (1 if any cell failed)."""
     validate(cfg)
-    trains = cfg.training is not None
-    grid = TrainingGrid.from_config(cfg) if trains else Grid.from_config(cfg)
-    kind = TrainingStore if trains else ResultStore
+    if cfg.training is not None:
+        grid, kind, summary = TrainingGrid.from_config(cfg), TrainingStore, training.summary
+    elif cfg.coupled is not None:
+        grid, kind, summary = CoupledGrid.from_config(cfg), CoupledStore, coupled.summary
+    else:
+        grid, kind, summary = Grid.from_config(cfg), ResultStore, summary_table
     path = store_path(cfg)
     check_writable(path)
     kind.check(path, grid, overwrite=cfg.overwrite)
@@ -151,7 +157,7 @@ def run(cfg) -> int:
         compute(client, grid, store, cfg)
         store.update_attrs(end_time=now())
     results = open_results(path)
-    print(training.summary(results) if trains else summary_table(results))
+    print(summary(results))
     print(f"results: {path}  (xr.open_zarr({str(path)!r}))")
     if store.n_failed:
         print(
@@ -227,7 +233,7 @@ def _check_overrides(overrides: list[str]) -> str | None:
     return None
 
 
-REPLACED = ("grid.n_states", "grid.methods")
+REPLACED = ("grid.n_states", "grid.methods", "coupled.n_states")
 """Keys whose override replaces the experiment's value instead of merging into it."""
 
 

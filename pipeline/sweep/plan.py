@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import dask
 from dask import delayed
@@ -125,6 +126,29 @@ def by_model(grid: Grid, cells: list[Cell]) -> list[tuple[tasks.ModelSpec, list[
         (tasks.ModelSpec(family, n, seed, grid.params[family]), group)
         for (family, n, seed), group in groups.items()
     ]
+
+
+class Values(NamedTuple):
+    """A cell's results as a mapping (variable name -> value), read by ``values()`` as a
+    ``tasks.CellResult`` is: what the training and coupled sweeps' cells return."""
+
+    values_: dict
+
+    def values(self) -> dict:
+        return self.values_
+
+
+def submit_each(
+    client: Client, function, cells: list, *args, prefix: str, retries: int
+) -> dict[Future, list]:
+    """One task ``function(cell, *args)`` per cell, keyed ``<prefix>-<cell>``; the future of
+    each and the cells it computes (the training and coupled sweeps)."""
+    tasks = [
+        delayed(function)(cell, *args, dask_key_name=f"{prefix}-{'-'.join(map(str, cell))}")
+        for cell in cells
+    ]
+    futures = client.compute(tasks, retries=retries)
+    return {future: [cell] for future, cell in zip(futures, cells, strict=True)}
 
 
 def submit(

@@ -22,13 +22,13 @@ from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
-from dask import delayed
 from distributed import Client, Future
 from omegaconf import OmegaConf
 
 from pipeline.hmmlm import data, evidence, saved
 from pipeline.hmmlm.parameters import initial, parse, softmax_rows, transition_matrix
 from pipeline.hmmlm.train import train
+from pipeline.sweep.plan import Values, submit_each
 from pipeline.sweep.store import FORMAT, ResultStore, Variable, empty_variables
 
 KIND = "training"
@@ -148,13 +148,6 @@ class TrainingStore(ResultStore):
     template = staticmethod(_template)
 
 
-class CellResult(NamedTuple):
-    values_: dict
-
-    def values(self) -> dict:
-        return self.values_
-
-
 @functools.cache
 def _corpus(corpus: str | None, n_tokens: int, length: int) -> data.Corpus:
     """The corpus as chunks, read once per worker process."""
@@ -166,7 +159,7 @@ def model_file(folder: Path, cell: TrainingCell) -> Path:
     return folder / f"{cell.n_states}-{cell.parameterisation}-{cell.seed}.npz"
 
 
-def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -> CellResult:
+def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -> Values:
     """Train one HMM LM and measure it (``settings``: the ``training`` section's keys); save
     the trained model in the folder ``models`` (``pipeline.hmmlm.saved``) if given."""
     corpus = _corpus(settings["corpus"], settings["n_tokens"], settings["length"])
@@ -205,7 +198,7 @@ def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -
         evidence.log_evidence(prior, T, emission, held_out[k : k + settings["batch"]])
     seconds = time.perf_counter() - begin
     leaves = [p.prior, p.emission, *p.transition]
-    return CellResult(
+    return Values(
         {
             "perplexity": result.perplexity,
             "epoch_seconds": np.concatenate([[np.nan], result.epoch_seconds]),
@@ -227,14 +220,9 @@ def submit(
 ) -> dict[Future, list[TrainingCell]]:
     """One task per cell; the future of each and the cells it computes. ``models``: the
     folder (seen alike by every worker) the trained models are saved in."""
-    tasks = [
-        delayed(train_cell)(
-            cell, grid.settings, models, dask_key_name=f"train-{'-'.join(map(str, cell))}"
-        )
-        for cell in cells
-    ]
-    futures = client.compute(tasks, retries=retries)
-    return {future: [cell] for future, cell in zip(futures, cells, strict=True)}
+    return submit_each(
+        client, train_cell, cells, grid.settings, models, prefix="train", retries=retries
+    )
 
 
 def summary(ds: xr.Dataset) -> str:

@@ -76,8 +76,8 @@ BAD = {
     ),
     "unknown_experiment": (
         ["experiment=huge"],
-        "experiment=huge: no such experiment; allowed: default, lm_scaling, lm_smoke, lowrank, "
-        "methods, paper, scale, smoke",
+        "experiment=huge: no such experiment; allowed: coupled, coupled_smoke, default, "
+        "lm_scaling, lm_smoke, lowrank, methods, paper, scale, smoke",
     ),
     "alpha_zero": (
         ["model.dirichlet.alpha=0"],

@@ -1,0 +1,501 @@
+"""The coupled sweep (seed 001): mean field and chain-wise Viterbi against exact and top-p.
+
+``python -m pipeline.sweep experiment=coupled`` (any config with a ``coupled`` section)
+computes one cell per ``(model, chains, n_states, eps, seed, observe)`` as a Dask task
+(``coupled_cell``): ``model`` is the ``coupled`` family (seeded mixed-memory chains) or a
+relational spec of ``conf/relational`` grounded at a domain (``pipeline.coupled.relational``);
+``eps`` is the coupling; ``observe`` what is observed. Each cell samples a path of the
+model, observes every ``observe_every`` steps and runs every method on it
+(``pipeline.coupled.compare``). Resume, progress and failures work as in every sweep
+(``ResultStore``).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import xarray as xr
+from distributed import Client, Future
+from omegaconf import OmegaConf
+
+from pipeline.coupled import family, relational
+from pipeline.coupled.compare import compare
+from pipeline.coupled.model import OBSERVE, CoupledHMM
+from pipeline.sweep.plan import Values, submit_each
+from pipeline.sweep.store import FORMAT, ResultStore, Variable, empty_variables
+
+KIND = "coupled"
+"""The store attribute ``kind`` of a coupled sweep's store."""
+
+FAMILY = "coupled"
+"""The ``model`` coordinate of the seeded mixed-memory family; other values name specs."""
+
+DIMS = ("model", "chains", "n_states", "eps", "seed", "observe")
+"""The dimensions of a coupled cell."""
+
+SAMPLING_STREAM = 0xC0DE
+"""Mixed into the seed of the sampled path, apart from the model's own draws."""
+
+
+class CoupledCell(NamedTuple):
+    model: str
+    chains: int
+    n_states: int
+    eps: float
+    seed: int
+    observe: str
+
+
+def spec_path(name: str):
+    """The file of the relational spec ``name``: ``conf/relational/<name>.yaml``."""
+    from pipeline.sweep.config import REPOSITORY
+
+    return REPOSITORY / "conf" / "relational" / f"{name}.yaml"
+
+
+@functools.cache
+def _spec(name: str) -> dict:
+    return relational.load(spec_path(name))
+
+
+@functools.cache
+def grounded(name: str, domain: str, eps: float):
+    """The relational spec ``name`` grounded at ``domain`` (JSON of type -> constants kept)
+    with coupling ``eps``; once per worker process."""
+    spec = _spec(name)
+    counts = json.loads(domain)
+    types = spec["types"]
+    for kind, count in counts.items():
+        if kind not in types:
+            raise ValueError(f"unknown type {kind!r} in a domain; allowed: {', '.join(types)}")
+        if (
+            isinstance(count, bool)
+            or not isinstance(count, int)
+            or not 1 <= count <= len(types[kind])
+        ):
+            raise ValueError(
+                f"a domain keeps {count!r} constants of {kind}; allowed: 1 to {len(types[kind])}"
+            )
+    return relational.ground(
+        spec, eps=eps, domain={t: list(types[t])[:c] for t, c in counts.items()}
+    )
+
+
+@dataclass(frozen=True)
+class CoupledGrid:
+    """The cells of a validated config's ``coupled`` section.
+
+    ``shapes`` maps each model to its ``(chains, n_states)`` pairs; ``domains`` maps a
+    relational model's pair to its domain (JSON of type -> number of constants kept).
+    """
+
+    models: tuple[str, ...]
+    shapes: dict[str, tuple[tuple[int, int], ...]]
+    domains: dict[tuple[str, int, int], str]
+    eps: tuple[float, ...]
+    seeds: tuple[int, ...]
+    observe: tuple[str, ...]
+    settings: dict
+
+    DIMS = DIMS
+
+    @classmethod
+    def from_config(cls, cfg) -> CoupledGrid:
+        section = OmegaConf.to_container(cfg.coupled, resolve=True)
+        chains = sorted(section.pop("chains"))
+        sizes = section.pop("n_states")
+        shapes = {FAMILY: tuple((k, n) for k in chains for n in sorted(_sizes(sizes, k)))}
+        domains = {}
+        for name, entries in section.pop("relational").items():
+            pairs = []
+            for counts in entries:
+                domain = json.dumps(counts, sort_keys=True)
+                model = grounded(name, domain, 0.0).model
+                pair = (model.chains, model.sizes[0])
+                if pair in pairs or len(set(model.sizes)) > 1:
+                    raise ValueError(
+                        f"coupled.relational.{name}: the domain {counts} grounds to chains of "
+                        f"{model.sizes} states, already in the grid or unequal; allowed: one "
+                        "domain per (chains, n_states), every chain the same size"
+                    )
+                pairs.append(pair)
+                domains[(name, *pair)] = domain
+            shapes[name] = tuple(sorted(pairs))
+        return cls(
+            models=tuple(shapes),
+            shapes=shapes,
+            domains=domains,
+            eps=tuple(sorted(float(e) for e in section.pop("eps"))),
+            seeds=tuple(sorted(section.pop("seeds"))),
+            observe=tuple(section.pop("observe")),
+            settings=section,
+        )
+
+    @property
+    def chains(self) -> tuple[int, ...]:
+        return tuple(sorted({k for pairs in self.shapes.values() for k, _ in pairs}))
+
+    @property
+    def n_states(self) -> tuple[int, ...]:
+        return tuple(sorted({n for pairs in self.shapes.values() for _, n in pairs}))
+
+    def observed(self, model: str) -> tuple[str, ...]:
+        """What ``model``'s cells observe: every setting for the family, chain symbols for specs."""
+        return self.observe if model == FAMILY else ("chain",)
+
+    @property
+    def in_grid(self) -> np.ndarray:
+        """bool, shape (model, chains, n_states, observe): which cells exist."""
+        return np.array(
+            [
+                [
+                    [
+                        [(k, n) in self.shapes[m] and o in self.observed(m) for o in self.observe]
+                        for n in self.n_states
+                    ]
+                    for k in self.chains
+                ]
+                for m in self.models
+            ]
+        )
+
+    def coords(self) -> dict[str, np.ndarray]:
+        return {
+            "model": np.array(self.models, dtype=object),
+            "chains": np.array(self.chains, dtype=np.int64),
+            "n_states": np.array(self.n_states, dtype=np.int64),
+            "eps": np.array(self.eps),
+            "seed": np.array(self.seeds, dtype=np.int64),
+            "observe": np.array(self.observe, dtype=object),
+            "p": np.array(self.settings["topp"], dtype=np.float64),
+            "t": np.arange(self.settings["horizon"] + 1),
+        }
+
+    def cells(self) -> list[CoupledCell]:
+        """Every cell, the largest joint chains first (they take longest)."""
+        cells = [
+            CoupledCell(m, k, n, e, s, o)
+            for m in self.models
+            for k, n in self.shapes[m]
+            for e in self.eps
+            for s in self.seeds
+            for o in self.observed(m)
+        ]
+        return sorted(cells, key=lambda c: -(c.n_states**c.chains))
+
+    def index(self, cell: CoupledCell) -> tuple[int, ...]:
+        return (
+            self.models.index(cell.model),
+            self.chains.index(cell.chains),
+            self.n_states.index(cell.n_states),
+            self.eps.index(cell.eps),
+            self.seeds.index(cell.seed),
+            self.observe.index(cell.observe),
+        )
+
+    def fingerprint(self) -> str:
+        return json.dumps(
+            {
+                "kind": KIND,
+                "shapes": {m: [list(p) for p in pairs] for m, pairs in self.shapes.items()},
+                "domains": sorted([*key, value] for key, value in self.domains.items()),
+                "eps": self.eps,
+                "seeds": self.seeds,
+                "observe": self.observe,
+                **self.settings,
+            },
+            sort_keys=True,
+        )
+
+
+def _sizes(sizes, chains: int) -> list[int]:
+    """The per-chain sizes of ``chains`` chains: a list for every chain count, or a mapping."""
+    return sizes if isinstance(sizes, list) else sizes.get(chains, sizes.get(str(chains), []))
+
+
+def validate(section) -> None:
+    """Raise ``ConfigError`` naming the first invalid key of a ``coupled`` section."""
+    from pipeline.sweep.config import ConfigError, _check_list
+
+    _check_list("coupled.chains", section.chains, int, "integers >= 2")
+    if min(section.chains) < 2:
+        raise ConfigError(
+            "coupled.chains", f"{min(section.chains)} is not allowed; allowed: integers >= 2"
+        )
+    if section.n_states is None:
+        raise ConfigError(
+            "coupled.n_states",
+            "must be set; allowed: a list of integers >= 2, or a mapping chains -> such a list",
+        )
+    sizes = OmegaConf.to_container(section.n_states)
+    _check_list("coupled.eps", section.eps, float | int, "numbers in [0, 1]")
+    _check_list("coupled.seeds", section.seeds, int, "integers >= 0")
+    _check_list("coupled.observe", section.observe, str, ", ".join(OBSERVE))
+    for k in section.chains:
+        key = f"coupled.n_states.{k}" if isinstance(sizes, dict) else "coupled.n_states"
+        _check_list(key, _sizes(sizes, k), int, "integers >= 2")
+        for n, e, o in itertools.product(_sizes(sizes, k), section.eps, section.observe):
+            try:
+                family.check(
+                    k,
+                    n,
+                    eps=e,
+                    n_observations=section.n_observations,
+                    observe=o,
+                    alpha=section.alpha,
+                )
+            except ValueError as error:
+                where = next(
+                    (
+                        f"coupled.{name}"
+                        for name in ("n_states", "eps", "observe", "alpha")
+                        if name in str(error)
+                    ),
+                    "coupled.n_observations",
+                )
+                raise ConfigError(where, str(error)) from None
+    for key, least in (
+        ("horizon", 1),
+        ("observe_every", 1),
+        ("max_iterations", 1),
+        ("exact_max_states", 1),
+        ("repeats", 1),
+    ):
+        if section[key] < least:
+            raise ConfigError(
+                f"coupled.{key}", f"{section[key]} is not allowed; allowed: integers >= {least}"
+            )
+    _check_list("coupled.topp", section.topp, float | int, "numbers in (0, 1]")
+    if not all(0 < p <= 1 for p in section.topp):
+        raise ConfigError(
+            "coupled.topp", f"{list(section.topp)} is not allowed; allowed: numbers in (0, 1]"
+        )
+    if not section.tolerance > 0 or section.budget < 0:
+        key = "tolerance" if not section.tolerance > 0 else "budget"
+        raise ConfigError(f"coupled.{key}", f"{section[key]} is not allowed; allowed: numbers > 0")
+    for name, domains in OmegaConf.to_container(section.relational).items():
+        key = f"coupled.relational.{name}"
+        if not spec_path(name).is_file():
+            known = sorted(path.stem for path in spec_path(name).parent.glob("*.yaml"))
+            raise ConfigError(key, f"no such spec; allowed: {', '.join(known)}")
+        if not isinstance(domains, list) or not domains:
+            raise ConfigError(key, "must be a non-empty list of domains (type -> constants kept)")
+        for counts in domains:
+            try:
+                grounded(name, json.dumps(counts, sort_keys=True), 0.0)
+            except (ValueError, TypeError, KeyError) as error:
+                raise ConfigError(key, str(error).splitlines()[0]) from None
+
+
+CELL = DIMS
+NO_EXACT = "NaN where the joint chain has more than exact_max_states states (no exact run)"
+VARIABLES: dict[str, Variable] = {
+    "tv_mean_field": Variable(
+        (*CELL, "t"),
+        "1",
+        "TV of the structured mean field's filtered marginals against exact, max over chains",
+        missing=NO_EXACT,
+    ),
+    "tv_mean_field_smoothed": Variable(
+        (*CELL, "t"),
+        "1",
+        "TV of the structured mean field's smoothed marginals against exact, max over chains",
+        missing=NO_EXACT,
+    ),
+    "tv_mean_field_chain_mean": Variable(
+        (*CELL, "t"),
+        "1",
+        "TV of the structured mean field's filtered marginals against exact, mean over chains",
+        missing=NO_EXACT,
+    ),
+    "tv_mean_field_smoothed_chain_mean": Variable(
+        (*CELL, "t"),
+        "1",
+        "TV of the structured mean field's smoothed marginals against exact, mean over chains",
+        missing=NO_EXACT,
+    ),
+    "tv_topp": Variable(
+        (*CELL, "p", "t"),
+        "1",
+        "TV of top-p filtering on the joint chain (per-chain marginals) against exact, max over "
+        "chains",
+        missing=NO_EXACT,
+    ),
+    "viterbi_hamming": Variable(
+        CELL,
+        "1",
+        "fraction of chain states where the chain-wise Viterbi path differs from the exact "
+        "joint Viterbi path",
+        missing=NO_EXACT,
+    ),
+    "viterbi_logprob_gap": Variable(
+        CELL,
+        "nat",
+        "log P(exact Viterbi path, o) - log P(chain-wise Viterbi path, o), >= 0",
+        missing=NO_EXACT,
+    ),
+    "iterations": Variable(CELL, "1", "sweeps over the chains of the structured mean field"),
+    "converged": Variable(CELL, "1", "the structured mean field reached its tolerance", "bool"),
+    "viterbi_iterations": Variable(CELL, "1", "cycles over the chains of the chain-wise Viterbi"),
+    "runtime_exact": Variable(
+        CELL,
+        "s",
+        "exact filtering and smoothing on the joint chain by its structured operator, median",
+        missing=NO_EXACT,
+    ),
+    "runtime_exact_viterbi": Variable(
+        CELL, "s", "exact joint Viterbi (the joint matrix in row blocks), median", missing=NO_EXACT
+    ),
+    "runtime_exact_joint": Variable(
+        CELL,
+        "s",
+        "exact filtering of the dense joint HMM by the compiled recursion (top-p's reference), "
+        "median",
+        missing=NO_EXACT,
+    ),
+    "runtime_mean_field": Variable(
+        CELL, "s", "structured mean field (smoothing, from the filter's marginals), median"
+    ),
+    "runtime_mean_field_filter": Variable(CELL, "s", "the fully factored filter, median"),
+    "runtime_viterbi": Variable(CELL, "s", "chain-wise Viterbi, median of repeats"),
+    "runtime_topp": Variable(
+        (*CELL, "p"), "s", "top-p filtering of the joint HMM, median of repeats", missing=NO_EXACT
+    ),
+    "topp_density": Variable(
+        (*CELL, "p"), "1", "fraction of the joint transitions top-p keeps", missing=NO_EXACT
+    ),
+    "log_joint_truth": Variable(CELL, "nat", "log P(sampled path, o)"),
+    "log_joint_viterbi": Variable(CELL, "nat", "log P(chain-wise Viterbi path, o)"),
+    "log_joint_exact": Variable(
+        CELL, "nat", "log P(exact joint Viterbi path, o)", missing=NO_EXACT
+    ),
+    "log_evidence": Variable(CELL, "nat", "log P(o) under the exact model", missing=NO_EXACT),
+    "truth_mean_field": Variable(
+        CELL, "1", "probability the mean field's smoothed marginals give the sampled state, mean"
+    ),
+    "truth_exact": Variable(
+        CELL,
+        "1",
+        "probability the exact smoothed marginals give the sampled state, mean over chains, steps",
+        missing=NO_EXACT,
+    ),
+    "n_joint": Variable(CELL, "1", "joint states n_states ** chains"),
+    "done": Variable(CELL, "1", "the cell has been computed", "bool"),
+    "failed": Variable(CELL, "1", "the cell's task failed after its retries", "bool"),
+    "error": Variable(CELL, "1", "why the cell failed", "str"),
+}
+
+
+def _template(grid: CoupledGrid, attrs: dict) -> tuple[xr.Dataset, dict]:
+    coords = grid.coords()
+    data_vars, encoding = empty_variables(VARIABLES, coords)
+    data_vars["in_grid"] = xr.Variable(
+        ("model", "chains", "n_states", "observe"),
+        grid.in_grid,
+        {"units": "1", "long_name": "the grid has cells of this model, shape and observation"},
+    )
+    dataset = xr.Dataset(
+        data_vars,
+        coords=coords,
+        attrs={**attrs, "grid": grid.fingerprint(), "format": FORMAT, "kind": KIND},
+    )
+    meaning = {
+        "model": "coupled: seeded mixed-memory chains; others: relational specs grounded",
+        "chains": "number of chains k",
+        "n_states": "states per chain n",
+        "eps": "coupling: probability that a chain moves by another chain's state",
+        "seed": "seed of the model (coupled) and of the sampled path",
+        "observe": "what is observed: chain (every chain's symbol) or set (the set of symbols)",
+        "p": "top-p mass of the joint transitions",
+        "t": "time step",
+    }
+    for name, text in meaning.items():
+        dataset[name].attrs.update(units="1", long_name=text)
+    return dataset, encoding
+
+
+class CoupledStore(ResultStore):
+    """The store of a coupled sweep (``ResultStore`` with this module's variables)."""
+
+    variables = VARIABLES
+    template = staticmethod(_template)
+
+
+def build(grid_domains: dict, cell: CoupledCell, settings: dict) -> CoupledHMM:
+    """The model of ``cell``."""
+    if cell.model == FAMILY:
+        return family.build(
+            cell.chains,
+            cell.n_states,
+            cell.seed,
+            eps=cell.eps,
+            n_observations=settings["n_observations"],
+            observe=cell.observe,
+            alpha=settings["alpha"],
+        )
+    domain = grid_domains[(cell.model, cell.chains, cell.n_states)]
+    return grounded(cell.model, domain, cell.eps).model
+
+
+def coupled_cell(cell: CoupledCell, domains: dict, settings: dict) -> Values:
+    """Sample a path of the cell's model and compare every method on it."""
+    model = build(domains, cell, settings)
+    rng = np.random.default_rng([cell.seed, SAMPLING_STREAM])
+    paths, observations = model.sample(settings["horizon"] + 1, rng)
+    observations[np.arange(observations.size) % settings["observe_every"] != 0] = -1
+    values = compare(
+        model,
+        paths,
+        observations,
+        topp=tuple(settings["topp"]),
+        exact=model.n_joint <= settings["exact_max_states"],
+        tolerance=settings["tolerance"],
+        max_iterations=settings["max_iterations"],
+        repeats=settings["repeats"],
+        budget=settings["budget"],
+    )
+    return Values(values)
+
+
+def submit(
+    client: Client, grid: CoupledGrid, cells: list[CoupledCell], *, retries: int
+) -> dict[Future, list[CoupledCell]]:
+    """One task per cell; the future of each and the cells it computes."""
+    return submit_each(
+        client, coupled_cell, cells, grid.domains, grid.settings, prefix="coupled", retries=retries
+    )
+
+
+def summary(ds: xr.Dataset) -> str:
+    """One line per (model, chains, n_states, observe): medians over eps and seeds."""
+    ds = ds.load()
+    lines = [
+        f"{'model':>15} {'k':>2} {'n':>4} {'observe':>7} {'joint':>8} {'tv mf':>7} "
+        f"{'hamming':>8} {'gap nat':>8} {'mf s':>8} {'exact s':>8} {'done':>7}"
+    ]
+    for m in ds["model"].values:
+        for k in ds["chains"].values:
+            for n in ds["n_states"].values:
+                for o in ds["observe"].values:
+                    if not bool(ds["in_grid"].sel(model=m, chains=k, n_states=n, observe=o)):
+                        continue
+                    cell = ds.sel(model=m, chains=k, n_states=n, observe=o)
+                    done = cell["done"]
+
+                    def median(name, c=cell, d=done):
+                        v = c[name].where(d)
+                        return float(v.max("t").median()) if "t" in v.dims else float(v.median())
+
+                    lines.append(
+                        f"{m!s:>15} {int(k):>2} {int(n):>4} {o!s:>7} {int(n) ** int(k):>8} "
+                        f"{median('tv_mean_field'):>7.3f} {median('viterbi_hamming'):>8.3f} "
+                        f"{median('viterbi_logprob_gap'):>8.3f} "
+                        f"{median('runtime_mean_field'):>8.4f} {median('runtime_exact'):>8.4f} "
+                        f"{int(done.sum()):>3}/{done.size:<3}"
+                    )
+    return "\n".join(lines)

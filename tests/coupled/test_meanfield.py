@@ -1,0 +1,97 @@
+"""Structured mean field and chain-wise Viterbi against exact inference and brute force."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from pipeline.coupled import exact, meanfield
+from pipeline.coupled.family import build
+from pipeline.coupled.viterbi import _update, chainwise_viterbi
+
+
+def sequence(model, steps=20, every=2, seed=0):
+    paths, observations = model.sample(steps, np.random.default_rng(seed))
+    observations[np.arange(steps) % every != 0] = -1
+    return paths, observations
+
+
+@pytest.mark.parametrize(("chains", "n"), [(2, 4), (3, 3), (4, 2)])
+def test_exact_for_independent_chains_observed_chain_by_chain(chains, n):
+    model = build(chains, n, seed=chains, eps=0.0, n_observations=3)
+    _, observations = sequence(model)
+    reference = exact.smoothing(model, observations)
+    filtered = meanfield.filtering(model, observations)
+    smoothed = meanfield.smoothing(model, observations)
+    assert smoothed.converged
+    for mine, theirs in zip(
+        filtered, exact.marginals(reference.filtered, model.sizes), strict=True
+    ):
+        np.testing.assert_allclose(mine, theirs, atol=1e-10)
+    for mine, theirs in zip(
+        smoothed.marginals, exact.marginals(reference.smoothed, model.sizes), strict=True
+    ):
+        np.testing.assert_allclose(mine, theirs, atol=1e-6)
+    hard = chainwise_viterbi(model, observations)
+    best, log_joint = exact.viterbi(model, observations)
+    np.testing.assert_array_equal(hard.paths, best)
+    assert hard.log_joint == pytest.approx(log_joint, abs=1e-9)
+    assert hard.iterations == 1 and hard.converged
+
+
+def test_set_observation_couples_the_chains_even_without_eps():
+    """With the set of symbols observed, mean field is not exact at eps = 0."""
+    model = build(2, 3, seed=3, eps=0.0, n_observations=3, observe="set", alpha=1.0)
+    _, observations = sequence(model, every=1)
+    reference = exact.marginals(exact.smoothing(model, observations).smoothed, model.sizes)
+    smoothed = meanfield.smoothing(model, observations)
+    assert smoothed.converged
+    error = max(np.abs(a - b).max() for a, b in zip(smoothed.marginals, reference, strict=True))
+    assert error > 1e-3
+
+
+@pytest.mark.parametrize("observe", ["chain", "set"])
+def test_coupled_marginals_are_close_and_distributions(observe):
+    model = build(3, 3, seed=7, eps=0.05, n_observations=3, observe=observe)
+    _, observations = sequence(model, steps=15)
+    reference = exact.smoothing(model, observations)
+    smoothed = meanfield.smoothing(model, observations)
+    assert smoothed.converged
+    for marginals, joint in (
+        (meanfield.filtering(model, observations), reference.filtered),
+        (smoothed.marginals, reference.smoothed),
+    ):
+        for mine, theirs in zip(marginals, exact.marginals(joint, model.sizes), strict=True):
+            np.testing.assert_allclose(mine.sum(axis=1), 1.0)
+            assert 0.5 * np.abs(mine - theirs).sum(axis=1).max() < 0.25
+
+
+def test_a_chain_update_is_the_best_path_of_that_chain():
+    """Equations (a) to (d): chain i's update maximises log P(x, o) over chain i's path with the
+    others fixed, checked against every path of chain i."""
+    model = build(3, 3, seed=2, eps=0.4, n_observations=3)
+    paths, observations = sequence(model, steps=5, every=1)
+    for i in range(model.chains):
+        new = _update(model, i, paths.copy(), observations)
+        scores = {}
+        for candidate in itertools.product(range(3), repeat=5):
+            trial = paths.copy()
+            trial[:, i] = candidate
+            scores[candidate] = model.log_joint(trial, observations)
+        best = max(scores.values())
+        trial = paths.copy()
+        trial[:, i] = new
+        assert model.log_joint(trial, observations) == pytest.approx(best, abs=1e-10)
+
+
+def test_chainwise_viterbi_ascends_to_at_most_the_exact_optimum():
+    model = build(2, 4, seed=11, eps=0.5, n_observations=2)
+    _, observations = sequence(model, steps=25, every=1)
+    values = [
+        chainwise_viterbi(model, observations, max_iterations=m).log_joint for m in range(1, 6)
+    ]
+    assert all(b >= a - 1e-12 for a, b in itertools.pairwise(values))
+    result = chainwise_viterbi(model, observations)
+    assert result.converged
+    assert result.log_joint == pytest.approx(model.log_joint(result.paths, observations))
+    assert result.log_joint <= exact.viterbi(model, observations)[1] + 1e-9
