@@ -23,7 +23,6 @@ checks the arrays and answers the model's own probabilities.
 from __future__ import annotations
 
 import functools
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -245,14 +244,3 @@ class CoupledHMM:
                 symbols[t, i] = rng.choice(e.size, p=e / e.sum())
         return paths, self.joint_symbol(symbols)
 
-
-def tables(model: CoupledHMM, i: int) -> list[tuple[float, np.ndarray]]:
-    """Chain i's transition as ``(weight, table)`` terms with tables of shape (n_i, n_j, n_i)
-    (the own table as (n_i, 1, n_i)); the source chain of each term is ``sources``."""
-    terms = [(model.weights[i, i], model.own[i][:, None, :])] if model.weights[i, i] > 0 else []
-    return terms + [(model.weights[i, j], model.pairs[i][j]) for j in model.sources(i)]
-
-
-def product_states(sizes) -> itertools.product:
-    """Every joint state of chains of ``sizes``, in joint-index order (for enumeration)."""
-    return itertools.product(*(range(n) for n in sizes))
