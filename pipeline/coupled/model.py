@@ -243,4 +243,3 @@ class CoupledHMM:
                 e = self.emissions[i][paths[t, i]]
                 symbols[t, i] = rng.choice(e.size, p=e / e.sum())
         return paths, self.joint_symbol(symbols)
-
