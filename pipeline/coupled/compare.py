@@ -1,7 +1,7 @@
 """Structured mean field, chain-wise Viterbi and top-p on the joint chain, against exact.
 
 ``compare`` runs every method on one observation sequence of one coupled model and
-returns what the coupled sweep stores (``pipeline.sweep.coupled.VARIABLES``): per-chain
+returns what the coupled sweep stores (``pipeline.sweep.coupled_store.VARIABLES``): per-chain
 TV of filtered and smoothed marginals against exact, the chain-wise Viterbi path's
 Hamming distance and log-probability gap to the exact joint Viterbi path, iterations,
 and every method's runtime (median of ``repeats`` runs, at most ``budget`` seconds of

@@ -6,8 +6,8 @@ computes one cell per ``(model, chains, n_states, eps, seed, observe)`` as a Das
 relational spec of ``conf/relational`` grounded at a domain (``pipeline.coupled.relational``);
 ``eps`` is the coupling; ``observe`` what is observed. Each cell samples a path of the
 model, observes every ``observe_every`` steps and runs every method on it
-(``pipeline.coupled.compare``). Resume, progress and failures work as in every sweep
-(``ResultStore``).
+(``pipeline.coupled.compare``) and the store (``pipeline.sweep.coupled_store``) keeps
+what it measured. Resume, progress and failures work as in every sweep (``ResultStore``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from pipeline.coupled import family, relational
 from pipeline.coupled.compare import compare
 from pipeline.coupled.model import OBSERVE, CoupledHMM
 from pipeline.sweep.plan import Values, submit_each
-from pipeline.sweep.store import FORMAT, ResultStore, Variable, empty_variables
 
 KIND = "coupled"
 """The store attribute ``kind`` of a coupled sweep's store."""
@@ -117,12 +116,6 @@ class CoupledGrid:
                 domain = json.dumps(counts, sort_keys=True)
                 model = grounded(name, domain, 0.0).model
                 pair = (model.chains, model.sizes[0])
-                if pair in pairs or len(set(model.sizes)) > 1:
-                    raise ValueError(
-                        f"coupled.relational.{name}: the domain {counts} grounds to chains of "
-                        f"{model.sizes} states, already in the grid or unequal; allowed: one "
-                        "domain per (chains, n_states), every chain the same size"
-                    )
                 pairs.append(pair)
                 domains[(name, *pair)] = domain
             shapes[name] = tuple(sorted(pairs))
@@ -285,145 +278,20 @@ def validate(section) -> None:
             raise ConfigError(key, f"no such spec; allowed: {', '.join(known)}")
         if not isinstance(domains, list) or not domains:
             raise ConfigError(key, "must be a non-empty list of domains (type -> constants kept)")
+        shapes = set()
         for counts in domains:
             try:
-                grounded(name, json.dumps(counts, sort_keys=True), 0.0)
+                sizes = grounded(name, json.dumps(counts, sort_keys=True), 0.0).model.sizes
             except (ValueError, TypeError, KeyError) as error:
                 raise ConfigError(key, str(error).splitlines()[0]) from None
-
-
-CELL = DIMS
-NO_EXACT = "NaN where the joint chain has more than exact_max_states states (no exact run)"
-VARIABLES: dict[str, Variable] = {
-    "tv_mean_field": Variable(
-        (*CELL, "t"),
-        "1",
-        "TV of the structured mean field's filtered marginals against exact, max over chains",
-        missing=NO_EXACT,
-    ),
-    "tv_mean_field_smoothed": Variable(
-        (*CELL, "t"),
-        "1",
-        "TV of the structured mean field's smoothed marginals against exact, max over chains",
-        missing=NO_EXACT,
-    ),
-    "tv_mean_field_chain_mean": Variable(
-        (*CELL, "t"),
-        "1",
-        "TV of the structured mean field's filtered marginals against exact, mean over chains",
-        missing=NO_EXACT,
-    ),
-    "tv_mean_field_smoothed_chain_mean": Variable(
-        (*CELL, "t"),
-        "1",
-        "TV of the structured mean field's smoothed marginals against exact, mean over chains",
-        missing=NO_EXACT,
-    ),
-    "tv_topp": Variable(
-        (*CELL, "p", "t"),
-        "1",
-        "TV of top-p filtering on the joint chain (per-chain marginals) against exact, max over "
-        "chains",
-        missing=NO_EXACT,
-    ),
-    "viterbi_hamming": Variable(
-        CELL,
-        "1",
-        "fraction of chain states where the chain-wise Viterbi path differs from the exact "
-        "joint Viterbi path",
-        missing=NO_EXACT,
-    ),
-    "viterbi_logprob_gap": Variable(
-        CELL,
-        "nat",
-        "log P(exact Viterbi path, o) - log P(chain-wise Viterbi path, o), >= 0",
-        missing=NO_EXACT,
-    ),
-    "iterations": Variable(CELL, "1", "sweeps over the chains of the structured mean field"),
-    "converged": Variable(CELL, "1", "the structured mean field reached its tolerance", "bool"),
-    "viterbi_iterations": Variable(CELL, "1", "cycles over the chains of the chain-wise Viterbi"),
-    "runtime_exact": Variable(
-        CELL,
-        "s",
-        "exact filtering and smoothing on the joint chain by its structured operator, median",
-        missing=NO_EXACT,
-    ),
-    "runtime_exact_viterbi": Variable(
-        CELL, "s", "exact joint Viterbi (the joint matrix in row blocks), median", missing=NO_EXACT
-    ),
-    "runtime_exact_joint": Variable(
-        CELL,
-        "s",
-        "exact filtering of the dense joint HMM by the compiled recursion (top-p's reference), "
-        "median",
-        missing=NO_EXACT,
-    ),
-    "runtime_mean_field": Variable(
-        CELL, "s", "structured mean field (smoothing, from the filter's marginals), median"
-    ),
-    "runtime_mean_field_filter": Variable(CELL, "s", "the fully factored filter, median"),
-    "runtime_viterbi": Variable(CELL, "s", "chain-wise Viterbi, median of repeats"),
-    "runtime_topp": Variable(
-        (*CELL, "p"), "s", "top-p filtering of the joint HMM, median of repeats", missing=NO_EXACT
-    ),
-    "topp_density": Variable(
-        (*CELL, "p"), "1", "fraction of the joint transitions top-p keeps", missing=NO_EXACT
-    ),
-    "log_joint_truth": Variable(CELL, "nat", "log P(sampled path, o)"),
-    "log_joint_viterbi": Variable(CELL, "nat", "log P(chain-wise Viterbi path, o)"),
-    "log_joint_exact": Variable(
-        CELL, "nat", "log P(exact joint Viterbi path, o)", missing=NO_EXACT
-    ),
-    "log_evidence": Variable(CELL, "nat", "log P(o) under the exact model", missing=NO_EXACT),
-    "truth_mean_field": Variable(
-        CELL, "1", "probability the mean field's smoothed marginals give the sampled state, mean"
-    ),
-    "truth_exact": Variable(
-        CELL,
-        "1",
-        "probability the exact smoothed marginals give the sampled state, mean over chains, steps",
-        missing=NO_EXACT,
-    ),
-    "n_joint": Variable(CELL, "1", "joint states n_states ** chains"),
-    "done": Variable(CELL, "1", "the cell has been computed", "bool"),
-    "failed": Variable(CELL, "1", "the cell's task failed after its retries", "bool"),
-    "error": Variable(CELL, "1", "why the cell failed", "str"),
-}
-
-
-def _template(grid: CoupledGrid, attrs: dict) -> tuple[xr.Dataset, dict]:
-    coords = grid.coords()
-    data_vars, encoding = empty_variables(VARIABLES, coords)
-    data_vars["in_grid"] = xr.Variable(
-        ("model", "chains", "n_states", "observe"),
-        grid.in_grid,
-        {"units": "1", "long_name": "the grid has cells of this model, shape and observation"},
-    )
-    dataset = xr.Dataset(
-        data_vars,
-        coords=coords,
-        attrs={**attrs, "grid": grid.fingerprint(), "format": FORMAT, "kind": KIND},
-    )
-    meaning = {
-        "model": "coupled: seeded mixed-memory chains; others: relational specs grounded",
-        "chains": "number of chains k",
-        "n_states": "states per chain n",
-        "eps": "coupling: probability that a chain moves by another chain's state",
-        "seed": "seed of the model (coupled) and of the sampled path",
-        "observe": "what is observed: chain (every chain's symbol) or set (the set of symbols)",
-        "p": "top-p mass of the joint transitions",
-        "t": "time step",
-    }
-    for name, text in meaning.items():
-        dataset[name].attrs.update(units="1", long_name=text)
-    return dataset, encoding
-
-
-class CoupledStore(ResultStore):
-    """The store of a coupled sweep (``ResultStore`` with this module's variables)."""
-
-    variables = VARIABLES
-    template = staticmethod(_template)
+            if (len(sizes), sizes[0]) in shapes or len(set(sizes)) > 1:
+                raise ConfigError(
+                    key,
+                    f"the domain {counts} grounds to chains of {sizes} states, already in the "
+                    "grid or unequal; allowed: one domain per (chains, n_states), every chain "
+                    "the same size",
+                )
+            shapes.add((len(sizes), sizes[0]))
 
 
 def build(grid_domains: dict, cell: CoupledCell, settings: dict) -> CoupledHMM:

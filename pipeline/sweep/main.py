@@ -25,7 +25,8 @@ from pipeline.analysis import summary_table
 from pipeline.sweep import coupled, plan, tasks, training
 from pipeline.sweep.cluster import NoWorkers, WorkerWatch, connect, dashboard_link
 from pipeline.sweep.config import REPOSITORY, ConfigError, check_writable, register, validate
-from pipeline.sweep.coupled import CoupledGrid, CoupledStore
+from pipeline.sweep.coupled import CoupledGrid
+from pipeline.sweep.coupled_store import CoupledStore
 from pipeline.sweep.grid import Grid
 from pipeline.sweep.progress import Progress
 from pipeline.sweep.provenance import now, provenance, public_config

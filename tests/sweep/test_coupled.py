@@ -47,6 +47,21 @@ def test_bad_coupled_settings_are_one_line_errors(override, expected):
     assert expected in str(error.value) and "\n" not in str(error.value)
 
 
+def test_a_relational_domain_twice_is_a_one_line_error():
+    with pytest.raises(ConfigError) as error:
+        validate(
+            composed(
+                "experiment=coupled",
+                "coupled.relational.string_quartet=[{voice: 2, octave: 1},{voice: 2, octave: 1}]",
+            )
+        )
+    message = str(error.value)
+    assert (
+        message.startswith("coupled.relational.string_quartet: the domain") and "\n" not in message
+    )
+    assert "allowed: one domain per (chains, n_states)" in message
+
+
 def test_grid_of_the_experiment():
     grid = CoupledGrid.from_config(composed("experiment=coupled"))
     assert grid.models == ("coupled", "string_quartet")
