@@ -4,7 +4,8 @@ Every number the paper prints about its Bell (800 states), Uniform (800) and
 LM (7620) HMMs is a ``Claim``. ``compare`` finds the cells of a results
 Dataset that match the paper's setting (the family at the paper's size, top-p
 at the paper's p, the mode) and says, per claim and per reading of the paper's
-model in the run (the LM has two: ``lm`` and ``lm_smoothed``), whether this run
+model in the run (the LM has three: ``lm`` and ``lm_smoothed``, word bigrams, and
+``hmmlm``, a trained HMM LM with hidden states), whether this run
 matches or differs, with the reason from the run's own numbers where it can.
 TV is compared at the last time step, as a median over seeds.
 """
@@ -21,7 +22,7 @@ import yaml
 from pipeline.analysis.readings import finite_median
 
 PAPER_SIZES = {"bell": 800, "uniform": 800, "lm": 7620}
-READINGS = {"bell": ("bell",), "uniform": ("uniform",), "lm": ("lm", "lm_smoothed")}
+READINGS = {"bell": ("bell",), "uniform": ("uniform",), "lm": ("lm", "lm_smoothed", "hmmlm")}
 """The families of a run that read each of the paper's models."""
 
 
@@ -112,6 +113,12 @@ def _parameter(ds: xr.Dataset, family: str, name: str, default=None):
 
 def _lm(ds: xr.Dataset, family: str, kept: float, p: float) -> str:
     """What the run's LM reading is, and how much of it top-p keeps."""
+    if family == "hmmlm":
+        path = _parameter(ds, family, "path", "?")
+        return (
+            f"our trained HMM LM with hidden states ({family}, {path}) keeps {kept:.2%} of "
+            f"its transitions at p={p:g}"
+        )
     alpha = _parameter(ds, family, "alpha")
     if alpha == 0:
         return (
