@@ -6,7 +6,8 @@ term per choice of each chain's table (at most ``prod_i (1 + sources)`` terms), 
 each term is a tensor contraction of the belief (an array over ``n_0 x ... x n_{k-1}``)
 with k small tables, ``O(n^(k+1))`` to ``O(n^(k+2))`` work instead of ``n^(2k)``. Viterbi
 needs the maximum over predecessors, which does not distribute over the mixture: it
-reads the matrix in row blocks, ``n^(2k)`` work but ``O(n^k)`` memory beyond the block.
+builds the log matrix once, in row blocks (``n^(2k)`` work and memory), and a compiled
+max-product step reads them.
 
 Functions mirror ``pipeline.inference``: ``filtering``/``smoothing`` give
 ``P(x_t | o_0..o_t)`` and ``P(x_t | o_0..o_{T-1})`` over joint states, ``viterbi`` the

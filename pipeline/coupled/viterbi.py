@@ -14,8 +14,9 @@ which is the joint probability ``P(x, o)`` as a function of chain i's path alone
 update maximises it exactly over that path, so the joint log probability never
 decreases and the cycles stop when no path changes. The seed writes every other chain at
 its previous cycle's path (a Jacobi sweep); here each update sees the latest paths (a
-Gauss-Seidel sweep), which is what makes the ascent monotone. A cycle costs
-``k T (k n^2)``: k chains, each n^2 for (b) and k n for (c) and (d) per step.
+Gauss-Seidel sweep), which is what makes the ascent monotone. A cycle costs about
+``k^2 n^2`` per step: each of the k chains reads n^2 entries of its own moves for (b) and,
+for (d), the next-state rows of the k - 1 other chains for each of its n states.
 """
 
 from __future__ import annotations

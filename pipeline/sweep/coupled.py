@@ -16,6 +16,7 @@ import functools
 import itertools
 import json
 from dataclasses import dataclass
+from math import isqrt
 from typing import NamedTuple
 
 import numpy as np
@@ -26,6 +27,7 @@ from omegaconf import OmegaConf
 from pipeline.coupled import family, relational
 from pipeline.coupled.compare import compare
 from pipeline.coupled.model import OBSERVE, CoupledHMM
+from pipeline.operators.lowrank import MAX_DENSE
 from pipeline.sweep.plan import Values, submit_each
 
 KIND = "coupled"
@@ -36,6 +38,10 @@ FAMILY = "coupled"
 
 DIMS = ("model", "chains", "n_states", "eps", "seed", "observe")
 """The dimensions of a coupled cell."""
+
+EXACT_MAX_STATES = isqrt(MAX_DENSE)
+"""The most joint states ``exact_max_states`` allows: exact Viterbi and top-p on the joint
+chain hold its matrix (``pipeline.operators.lowrank.MAX_DENSE`` entries)."""
 
 SAMPLING_STREAM = 0xC0DE
 """Mixed into the seed of the sampled path, apart from the model's own draws."""
@@ -268,10 +274,28 @@ def validate(section) -> None:
         raise ConfigError(
             "coupled.topp", f"{list(section.topp)} is not allowed; allowed: numbers in (0, 1]"
         )
-    if not section.tolerance > 0 or section.budget < 0:
-        key = "tolerance" if not section.tolerance > 0 else "budget"
-        raise ConfigError(f"coupled.{key}", f"{section[key]} is not allowed; allowed: numbers > 0")
-    for name, domains in OmegaConf.to_container(section.relational).items():
+    if not section.tolerance > 0:
+        raise ConfigError(
+            "coupled.tolerance", f"{section.tolerance} is not allowed; allowed: numbers > 0"
+        )
+    if section.budget < 0:
+        raise ConfigError(
+            "coupled.budget", f"{section.budget} is not allowed; allowed: numbers >= 0"
+        )
+    if section.exact_max_states > EXACT_MAX_STATES:
+        raise ConfigError(
+            "coupled.exact_max_states",
+            f"{section.exact_max_states} is not allowed; allowed: 1 to {EXACT_MAX_STATES} (exact "
+            "Viterbi and top-p on the joint chain hold its n_joint^2 matrix)",
+        )
+    relational = OmegaConf.to_container(section.relational)
+    if relational and "chain" not in section.observe:
+        raise ConfigError(
+            "coupled.observe",
+            f"{list(section.observe)} has no chain; relational specs observe every chain's "
+            "symbol: allowed: a list with chain",
+        )
+    for name, domains in relational.items():
         key = f"coupled.relational.{name}"
         if not spec_path(name).is_file():
             known = sorted(path.stem for path in spec_path(name).parent.glob("*.yaml"))
@@ -280,6 +304,10 @@ def validate(section) -> None:
             raise ConfigError(key, "must be a non-empty list of domains (type -> constants kept)")
         shapes = set()
         for counts in domains:
+            if not isinstance(counts, dict):
+                raise ConfigError(
+                    key, f"the domain {counts!r} is not allowed; allowed: a mapping type -> count"
+                )
             try:
                 sizes = grounded(name, json.dumps(counts, sort_keys=True), 0.0).model.sizes
             except (ValueError, TypeError, KeyError) as error:

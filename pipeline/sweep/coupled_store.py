@@ -17,7 +17,8 @@ VARIABLES: dict[str, Variable] = {
     "tv_mean_field": Variable(
         (*CELL, "t"),
         "1",
-        "TV of the structured mean field's filtered marginals against exact, max over chains",
+        "TV of the online structured mean field's filtered marginals against exact, "
+        "max over chains",
         missing=NO_EXACT,
     ),
     "tv_mean_field_smoothed": Variable(
@@ -29,7 +30,8 @@ VARIABLES: dict[str, Variable] = {
     "tv_mean_field_chain_mean": Variable(
         (*CELL, "t"),
         "1",
-        "TV of the structured mean field's filtered marginals against exact, mean over chains",
+        "TV of the online structured mean field's filtered marginals against exact, "
+        "mean over chains",
         missing=NO_EXACT,
     ),
     "tv_mean_field_smoothed_chain_mean": Variable(
@@ -58,9 +60,14 @@ VARIABLES: dict[str, Variable] = {
         "log P(exact Viterbi path, o) - log P(chain-wise Viterbi path, o), >= 0",
         missing=NO_EXACT,
     ),
-    "iterations": Variable(CELL, "1", "sweeps over the chains of the structured mean field"),
+    "iterations": Variable(
+        CELL, "1", "sweeps over the chains of the structured mean field (smoothing)"
+    ),
     "converged": Variable(CELL, "1", "the structured mean field reached its tolerance", "bool"),
     "viterbi_iterations": Variable(CELL, "1", "cycles over the chains of the chain-wise Viterbi"),
+    "viterbi_converged": Variable(
+        CELL, "1", "the chain-wise Viterbi stopped because no path changed", "bool"
+    ),
     "runtime_exact": Variable(
         CELL,
         "s",
@@ -80,7 +87,9 @@ VARIABLES: dict[str, Variable] = {
     "runtime_mean_field": Variable(
         CELL, "s", "structured mean field (smoothing, from the filter's marginals), median"
     ),
-    "runtime_mean_field_filter": Variable(CELL, "s", "the fully factored filter, median"),
+    "runtime_mean_field_filter": Variable(
+        CELL, "s", "the online structured mean field (filtering), median"
+    ),
     "runtime_viterbi": Variable(CELL, "s", "chain-wise Viterbi, median of repeats"),
     "runtime_topp": Variable(
         (*CELL, "p"), "s", "top-p filtering of the joint HMM, median of repeats", missing=NO_EXACT

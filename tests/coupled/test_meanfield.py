@@ -7,6 +7,7 @@ import pytest
 
 from pipeline.coupled import exact, meanfield
 from pipeline.coupled.family import build
+from pipeline.coupled.model import CoupledHMM
 from pipeline.coupled.viterbi import _update, chainwise_viterbi
 
 
@@ -21,7 +22,7 @@ def test_exact_for_independent_chains_observed_chain_by_chain(chains, n):
     model = build(chains, n, seed=chains, eps=0.0, n_observations=3)
     _, observations = sequence(model)
     reference = exact.smoothing(model, observations)
-    filtered = meanfield.filtering(model, observations)
+    filtered = meanfield.filtering(model, observations).marginals
     smoothed = meanfield.smoothing(model, observations)
     assert smoothed.converged
     for mine, theirs in zip(
@@ -58,12 +59,39 @@ def test_coupled_marginals_are_close_and_distributions(observe):
     smoothed = meanfield.smoothing(model, observations)
     assert smoothed.converged
     for marginals, joint in (
-        (meanfield.filtering(model, observations), reference.filtered),
+        (meanfield.filtering(model, observations).marginals, reference.filtered),
         (smoothed.marginals, reference.smoothed),
     ):
         for mine, theirs in zip(marginals, exact.marginals(joint, model.sizes), strict=True):
             np.testing.assert_allclose(mine.sum(axis=1), 1.0)
             assert 0.5 * np.abs(mine - theirs).sum(axis=1).max() < 0.25
+
+
+def copying(seed=0, n=3, steps=20):
+    """Chain 0 moves to chain 1's last state (and is heard); chain 1 moves by its own table
+    and is never heard: all that is known of chain 1 comes through chain 0's moves."""
+    rng = np.random.default_rng(seed)
+    heard = np.eye(n) * 0.8 + 0.2 / n
+    model = CoupledHMM(
+        priors=(np.full(n, 1 / n), rng.dirichlet(np.ones(n))),
+        weights=np.array([[0.0, 1.0], [0.0, 1.0]]),
+        own=(rng.dirichlet(np.ones(n), size=n), rng.dirichlet(np.ones(n) * 0.5, size=n)),
+        pairs=((None, np.broadcast_to(np.eye(n)[None], (n, n, n))), (None, None)),
+        emissions=(heard / heard.sum(axis=1, keepdims=True), np.full((n, 2), 0.5)),
+    )
+    return model, model.sample(steps, np.random.default_rng(seed + 1))[1]
+
+
+def test_the_other_chains_moves_inform_a_chain():
+    """Everything known of chain 1 comes from chain 0's moves (term (d) of the seed): the
+    coupling forms no loop, so the structured mean field's fixed point is exact."""
+    model, observations = copying()
+    reference = exact.marginals(exact.smoothing(model, observations).smoothed, model.sizes)
+    smoothed = meanfield.smoothing(model, observations)
+    assert smoothed.converged
+    for mine, theirs in zip(smoothed.marginals, reference, strict=True):
+        np.testing.assert_allclose(mine, theirs, atol=1e-9)
+    assert reference[1].max(axis=1).mean() > 0.6  # chain 1 is far from uniform: there was evidence
 
 
 def test_a_chain_update_is_the_best_path_of_that_chain():

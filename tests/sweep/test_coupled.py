@@ -47,6 +47,24 @@ def test_bad_coupled_settings_are_one_line_errors(override, expected):
     assert expected in str(error.value) and "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("coupled.observe=[set]", "coupled.observe: ['set'] has no chain; relational specs"),
+        (
+            "coupled.relational.string_quartet=[2]",
+            "the domain 2 is not allowed; allowed: a mapping",
+        ),
+        ("coupled.exact_max_states=100000", "allowed: 1 to 5000 (exact Viterbi and top-p"),
+        ("coupled.budget=-1", "coupled.budget: -1.0 is not allowed; allowed: numbers >= 0"),
+    ],
+)
+def test_bad_settings_of_the_experiment_are_one_line_errors(override, expected):
+    with pytest.raises(ConfigError) as error:
+        validate(composed("experiment=coupled", override))
+    assert expected in str(error.value) and "\n" not in str(error.value)
+
+
 def test_a_relational_domain_twice_is_a_one_line_error():
     with pytest.raises(ConfigError) as error:
         validate(
