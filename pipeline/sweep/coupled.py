@@ -235,6 +235,16 @@ def validate(section) -> None:
     _check_list("coupled.eps", section.eps, float | int, "numbers in [0, 1]")
     _check_list("coupled.seeds", section.seeds, int, "integers >= 0")
     _check_list("coupled.observe", section.observe, str, ", ".join(OBSERVE))
+    extra = (
+        sorted(set(map(str, sizes)) - set(map(str, section.chains)))
+        if isinstance(sizes, dict)
+        else []
+    )
+    if extra:
+        raise ConfigError(
+            f"coupled.n_states.{extra[0]}",
+            f"{extra[0]} chains are not in coupled.chains; allowed: {list(section.chains)}",
+        )
     for k in section.chains:
         key = f"coupled.n_states.{k}" if isinstance(sizes, dict) else "coupled.n_states"
         _check_list(key, _sizes(sizes, k), int, "integers >= 2")
@@ -309,9 +319,16 @@ def validate(section) -> None:
                     key, f"the domain {counts!r} is not allowed; allowed: a mapping type -> count"
                 )
             try:
-                sizes = grounded(name, json.dumps(counts, sort_keys=True), 0.0).model.sizes
+                model = grounded(name, json.dumps(counts, sort_keys=True), 0.0).model
             except (ValueError, TypeError, KeyError) as error:
                 raise ConfigError(key, str(error).splitlines()[0]) from None
+            sizes = model.sizes
+            if len(sizes) < 2 or model.observe != "chain":
+                raise ConfigError(
+                    key,
+                    f"the domain {counts} grounds to {len(sizes)} chain(s) observing "
+                    f"{model.observe}; allowed: at least 2 chains, every chain's symbol observed",
+                )
             if (len(sizes), sizes[0]) in shapes or len(set(sizes)) > 1:
                 raise ConfigError(
                     key,

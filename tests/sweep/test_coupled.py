@@ -57,6 +57,11 @@ def test_bad_coupled_settings_are_one_line_errors(override, expected):
         ),
         ("coupled.exact_max_states=100000", "allowed: 1 to 5000 (exact Viterbi and top-p"),
         ("coupled.budget=-1", "coupled.budget: -1.0 is not allowed; allowed: numbers >= 0"),
+        ("+coupled.n_states.5=[3]", "coupled.n_states.5: 5 chains are not in coupled.chains"),
+        (
+            "coupled.relational.string_quartet=[{voice: 1}]",
+            "grounds to 1 chain(s) observing chain; allowed: at least 2 chains",
+        ),
     ],
 )
 def test_bad_settings_of_the_experiment_are_one_line_errors(override, expected):
