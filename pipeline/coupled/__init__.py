@@ -8,7 +8,7 @@
   guards, abstract transitions, selection distribution, observation rules; the string
   quartet in ``conf/relational``) grounded into a ``CoupledHMM``;
 - ``exact``: filtering, smoothing and Viterbi on the joint chain by its structured operator;
-- ``meanfield``: the fully factored filter and the structured mean field;
+- ``meanfield``: the structured mean field, online (filtering) and over a sequence (smoothing);
 - ``viterbi``: the chain-wise Viterbi of the seed's equations (a) to (d);
 - ``compare``: every method against exact on one sequence (what the coupled sweep stores).
 
