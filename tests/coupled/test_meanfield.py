@@ -123,3 +123,47 @@ def test_chainwise_viterbi_ascends_to_at_most_the_exact_optimum():
     assert result.converged
     assert result.log_joint == pytest.approx(model.log_joint(result.paths, observations))
     assert result.log_joint <= exact.viterbi(model, observations)[1] + 1e-9
+
+
+@pytest.mark.parametrize("chains", [2, 3])
+def test_one_step_is_exact_even_through_a_shared_observation(chains):
+    """One step and the set of symbols observed: one factor joins the chains, a tree, so the
+    mean field's messages give the exact marginals."""
+    model = build(chains, 3, seed=5, eps=0.4, n_observations=3, observe="set", alpha=1.0)
+    _, observations = model.sample(1, np.random.default_rng(0))
+    reference = exact.marginals(exact.smoothing(model, observations).smoothed, model.sizes)
+    for result in (
+        meanfield.filtering(model, observations),
+        meanfield.smoothing(model, observations),
+    ):
+        assert result.converged
+        for mine, theirs in zip(result.marginals, reference, strict=True):
+            np.testing.assert_allclose(mine, theirs, atol=1e-9)
+
+
+def test_unequal_chains_with_pairwise_tables_and_nothing_observed():
+    rng = np.random.default_rng(4)
+    sizes = (3, 2)
+    model = CoupledHMM(
+        priors=tuple(rng.dirichlet(np.ones(n)) for n in sizes),
+        weights=np.array([[0.7, 0.3], [0.2, 0.8]]),
+        own=tuple(rng.dirichlet(np.ones(n), size=n) for n in sizes),
+        pairs=(
+            (None, rng.dirichlet(np.ones(3), size=(3, 2))),
+            (rng.dirichlet(np.ones(2), size=(2, 3)), None),
+        ),
+        emissions=tuple(rng.dirichlet(np.ones(2), size=n) for n in sizes),
+    )
+    for observations in (np.full(6, -1), model.sample(6, rng)[1]):
+        reference = exact.smoothing(model, observations)
+        smoothed = meanfield.smoothing(model, observations)
+        filtered = meanfield.filtering(model, observations)
+        assert smoothed.converged and filtered.converged
+        for result, joint in ((filtered, reference.filtered), (smoothed, reference.smoothed)):
+            assert [m.shape for m in result.marginals] == [(6, 3), (6, 2)]
+            for mine, theirs in zip(result.marginals, exact.marginals(joint, sizes), strict=True):
+                np.testing.assert_allclose(mine.sum(axis=1), 1.0)
+                assert 0.5 * np.abs(mine - theirs).sum(axis=1).max() < 0.1
+        hard = chainwise_viterbi(model, observations)
+        assert hard.converged
+        assert hard.log_joint <= exact.viterbi(model, observations)[1] + 1e-9
