@@ -48,6 +48,10 @@ def store_path(cfg) -> Path:
     return Path("outputs") / hydra_cfg.runtime.choices["experiment"] / "results.zarr"
 
 
+RECOMPUTED = ("lost", "pending")
+"""Statuses of a future whose result was lost with its worker and is being computed again."""
+
+
 def _message(error: BaseException) -> str:
     first = str(error).strip().splitlines()
     return f"{type(error).__name__}: {first[0] if first else ''}"[:500]
@@ -109,7 +113,11 @@ def compute(client, grid: Grid | TrainingGrid | CoupledGrid, store: ResultStore,
                     store.record(cell, cell_result.values())
                 progress.advance(finished=len(results))
             for future in batch:
-                if future in futures:  # not finished: failed after its retries
+                if future in futures and future.status in RECOMPUTED:
+                    # finished, but its result died with a worker before it was gathered:
+                    # the scheduler computes it again, so wait for it again
+                    finished.add(future)
+                elif future in futures:  # not finished: failed after its retries
                     message = _failure(future)
                     for cell in futures.pop(future):
                         store.record_failure(cell, message)
