@@ -9,7 +9,7 @@ from __future__ import annotations
 import xarray as xr
 
 from pipeline.sweep.coupled import DIMS, KIND, CoupledGrid
-from pipeline.sweep.store import FORMAT, ResultStore, Variable, empty_variables
+from pipeline.sweep.store import ResultStore, Variable, kind_template, status_variables
 
 CELL = DIMS
 NO_EXACT = "NaN where the joint chain has more than exact_max_states states (no exact run)"
@@ -113,26 +113,17 @@ VARIABLES: dict[str, Variable] = {
         missing=NO_EXACT,
     ),
     "n_joint": Variable(CELL, "1", "joint states n_states ** chains"),
-    "done": Variable(CELL, "1", "the cell has been computed", "bool"),
-    "failed": Variable(CELL, "1", "the cell's task failed after its retries", "bool"),
-    "error": Variable(CELL, "1", "why the cell failed", "str"),
+    **status_variables(CELL),
 }
 
 
 def _template(grid: CoupledGrid, attrs: dict) -> tuple[xr.Dataset, dict]:
-    coords = grid.coords()
-    data_vars, encoding = empty_variables(VARIABLES, coords)
-    data_vars["in_grid"] = xr.Variable(
+    in_grid = xr.Variable(
         ("model", "chains", "n_states", "observe"),
         grid.in_grid,
         {"units": "1", "long_name": "the grid has cells of this model, shape and observation"},
     )
-    dataset = xr.Dataset(
-        data_vars,
-        coords=coords,
-        attrs={**attrs, "grid": grid.fingerprint(), "format": FORMAT, "kind": KIND},
-    )
-    meaning = {
+    long_names = {
         "model": "coupled: seeded mixed-memory chains; others: relational specs grounded",
         "chains": "number of chains k",
         "n_states": "states per chain n",
@@ -142,9 +133,9 @@ def _template(grid: CoupledGrid, attrs: dict) -> tuple[xr.Dataset, dict]:
         "p": "top-p mass of the joint transitions",
         "t": "time step",
     }
-    for name, text in meaning.items():
-        dataset[name].attrs.update(units="1", long_name=text)
-    return dataset, encoding
+    return kind_template(
+        grid, VARIABLES, attrs, kind=KIND, long_names=long_names, extra={"in_grid": in_grid}
+    )
 
 
 class CoupledStore(ResultStore):

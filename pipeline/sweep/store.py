@@ -64,6 +64,15 @@ def _runtimes() -> dict[str, Variable]:
     }
 
 
+def status_variables(dims: tuple[str, ...]) -> dict[str, Variable]:
+    """Every sweep's status of a cell, over ``dims``; ``done`` last, so a flush writes it last."""
+    return {
+        "failed": Variable(dims, "1", "the cell failed after every retry", "bool"),
+        "error": Variable(dims, "1", "error message of a failed cell", "str"),
+        "done": Variable(dims, "1", "the cell finished and its results are stored", "bool"),
+    }
+
+
 VARIABLES: dict[str, Variable] = {
     "tv": Variable(
         (*CELL, "t"),
@@ -149,9 +158,7 @@ VARIABLES: dict[str, Variable] = {
     "build_time_model": Variable(MODEL, "s", "time to build the exact model"),
     "build_time_approx": Variable(APPROX, "s", "time to build the approximation"),
     "gamma_time": Variable(MODEL, "s", "time to compute gamma (or its Doeblin bound)"),
-    "failed": Variable(CELL, "1", "the cell failed after every retry", "bool"),
-    "error": Variable(CELL, "1", "error message of a failed cell", "str"),
-    "done": Variable(CELL, "1", "the cell finished and its results are stored", "bool"),
+    **status_variables(CELL),
 }
 """Every variable updated cell by cell; ``done`` is written last."""
 
@@ -176,6 +183,30 @@ def empty_variables(
         )
         encoding[name] = {"chunks": (1, 1, *shape[2:])}
     return data, encoding
+
+
+def kind_template(
+    grid,
+    variables: dict[str, Variable],
+    attrs: dict,
+    *,
+    kind: str,
+    long_names: dict[str, str],
+    extra: dict[str, xr.Variable] | None = None,
+) -> tuple[xr.Dataset, dict]:
+    """The empty Dataset of a sweep of another ``kind`` (training, coupled) and its encoding:
+    ``variables`` and ``extra`` over ``grid.coords()``, each coordinate's ``long_name``."""
+    coords = grid.coords()
+    data_vars, encoding = empty_variables(variables, coords)
+    data_vars.update(extra or {})
+    dataset = xr.Dataset(
+        data_vars,
+        coords=coords,
+        attrs={**attrs, "grid": grid.fingerprint(), "format": FORMAT, "kind": kind},
+    )
+    for name, text in long_names.items():
+        dataset[name].attrs.update(units="1", long_name=text)
+    return dataset, encoding
 
 
 def _template(grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]:

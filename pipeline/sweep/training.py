@@ -29,7 +29,7 @@ from pipeline.hmmlm import data, evidence, saved
 from pipeline.hmmlm.parameters import initial, parse, softmax_rows, transition_matrix
 from pipeline.hmmlm.train import train
 from pipeline.sweep.plan import Values, submit_each
-from pipeline.sweep.store import FORMAT, ResultStore, Variable, empty_variables
+from pipeline.sweep.store import ResultStore, Variable, kind_template, status_variables
 
 KIND = "training"
 """The store attribute ``kind`` of a training sweep's store."""
@@ -119,26 +119,22 @@ VARIABLES: dict[str, Variable] = {
     "n_features": Variable(DIMS, "1", "feature dimension F of the kernel (0: full softmax)"),
     "stored_parameters": Variable(DIMS, "1", "numbers the model's parameters hold"),
     "train_tokens": Variable(DIMS, "1", "training tokens per epoch"),
-    "done": Variable(DIMS, "1", "the cell has been computed", "bool"),
-    "failed": Variable(DIMS, "1", "the cell's task failed after its retries", "bool"),
-    "error": Variable(DIMS, "1", "why the cell failed", "str"),
+    **status_variables(DIMS),
 }
 
 
 def _template(grid: TrainingGrid, attrs: dict) -> tuple[xr.Dataset, dict]:
-    coords = grid.coords()
-    data_vars, encoding = empty_variables(VARIABLES, coords)
-    dataset = xr.Dataset(
-        data_vars,
-        coords=coords,
-        attrs={**attrs, "grid": grid.fingerprint(), "format": FORMAT, "kind": KIND},
+    return kind_template(
+        grid,
+        VARIABLES,
+        attrs,
+        kind=KIND,
+        long_names={
+            "n_states": "number of hidden states",
+            "parameterisation": "transition parameterisation (kernel_<r>: r states per feature)",
+            "epoch": "epochs of training done",
+        },
     )
-    dataset["n_states"].attrs.update(units="1", long_name="number of hidden states")
-    dataset["parameterisation"].attrs.update(
-        units="1", long_name="transition parameterisation (kernel_<r>: r states per feature)"
-    )
-    dataset["epoch"].attrs.update(units="1", long_name="epochs of training done")
-    return dataset, encoding
 
 
 class TrainingStore(ResultStore):
