@@ -279,3 +279,40 @@ def test_the_parallel_csr_step_equals_the_serial_and_dense_ones():
             numba.set_num_threads(before)
         np.testing.assert_allclose(parallel.beliefs, reference.beliefs, atol=1e-12)
         np.testing.assert_allclose(parallel.beliefs, serial.beliefs, atol=1e-14)
+
+
+@pytest.mark.parametrize("tile", [1, 3, 7, 50, 1000])
+def test_the_tiled_block_step_equals_the_dense_product(tile):
+    """The block step of long rows writes its output ``tile`` rows at a time, resuming each
+    row of S where the previous tile stopped; empty rows, empty columns and a last tile
+    shorter than the others must not change the product."""
+    rng = np.random.default_rng(tile)
+    S = sp.csr_array(random_stochastic(rng, 60, 45, zeros=0.6))
+    S = sp.csr_array(S.multiply(rng.random(S.shape) < 0.8))  # some rows and columns empty
+    S.sort_indices()
+    block = rng.random((60, 5))
+    out = np.full((45, 5), np.nan)
+    forward._csr_block_tiled(S.indptr, S.indices, S.data, block, out, tile)
+    np.testing.assert_allclose(out, S.toarray().T @ block, rtol=1e-13, atol=1e-15)
+
+
+def test_a_wide_batch_of_long_rows_takes_the_tiled_step_and_equals_the_dense_one():
+    """2,100 states and 64 members: an output of 1.1 MB, more than two tiles
+    (``BLOCK_TILE``), so each step runs in three tiles of columns."""
+    rng = np.random.default_rng(4)
+    n, size = 2100, 64
+    indices = np.sort(np.argsort(rng.random((n, n)), axis=1)[:, :80], axis=1)
+    S = sp.csr_array(
+        (rng.random(n * 80), indices.ravel(), np.arange(0, n * 80 + 1, 80)), shape=(n, n)
+    )
+    S = sp.csr_array(S / S.sum(axis=1)[:, None])
+    assert n * size * 8 > 2 * forward.BLOCK_TILE and isinstance(
+        operators.layout(S), forward.CsrRows
+    )
+    E = random_stochastic(rng, n, 5)
+    initial = rng.dirichlet(np.ones(n), size=size)
+    observations = rng.integers(-1, 5, size=(size, 4))
+    sparse = filtering(HMM(initial[0], S, E), observations, initial=initial)
+    dense = filtering(HMM(initial[0], S.toarray(), E), observations, initial=initial)
+    np.testing.assert_allclose(sparse.beliefs, dense.beliefs, rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(sparse.log_evidence, dense.log_evidence, rtol=1e-12)
