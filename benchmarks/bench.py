@@ -384,9 +384,12 @@ def against_scipy() -> None:
                 for key in ("recursion", "alone") if size != 64 else ("recursion",):
                     where = f"{name} {label}"
                     slowest[key] = min(slowest[key], (median[key], where))
-            with numba_threads(None):
-                threaded = float(np.median(per_step(top, 15)))
-            row += f" | all threads {vector / threaded:4.2f}x"
+            threaded = []
+            for _ in range(7):  # pairs side by side: one thread, then all
+                one = np.median(per_step(top, 15))
+                with numba_threads(None):
+                    threaded.append(one / np.median(per_step(top, 15)))
+            row += f" | all threads {np.median(threaded):4.2f}x"
             print(row)
         _placement()
     for key, (ratio, where) in slowest.items():

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from pipeline.kernels import forward
 from pipeline.methods.select import mass_target
 from pipeline.models.hmm import HMM, validate_rows
 from pipeline.operators import columns
+
+_NO_STEPS = np.empty(0, dtype=np.intp)
+_NO_STEPS.flags.writeable = False  # shared by every result without zero-evidence steps
 
 
 class FilterResult(NamedTuple):
@@ -80,7 +82,8 @@ def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0) -> np.ndarray:
         raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
     target = mass_target(prune, "prune")
     initial = _validate_initial(hmm, initial)
-    rows = np.full(int(horizon) + 1, -1, dtype=np.int64)  # nothing observed: no likelihoods
+    rows = np.empty(int(horizon) + 1, dtype=np.int64)
+    rows.fill(-1)  # nothing observed: no likelihoods
     nothing = np.empty((0, hmm.n_states))
     if initial.ndim == 1:
         return _forward(hmm, initial, nothing, rows, target).beliefs
@@ -134,9 +137,10 @@ def _forward(hmm: HMM, initial, likelihoods, rows, target: float) -> FilterResul
         elapsed,
         zero,
         pruned,
-        numba.get_num_threads(),
+        forward.step_threads(hmm.transition_layout),
     )
-    return FilterResult(beliefs, float(log_evidence), np.flatnonzero(zero), elapsed, pruned)
+    zero = np.flatnonzero(zero) if log_evidence == -np.inf else _NO_STEPS
+    return FilterResult(beliefs, float(log_evidence), zero, elapsed, pruned)
 
 
 def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float) -> FilterResult:

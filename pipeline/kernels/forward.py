@@ -188,6 +188,19 @@ than the scatter saves)."""
 PARALLEL_DEPTH = 10
 
 
+def step_threads(layout) -> int:
+    """The threads ``forward`` may give a step of ``layout``: numba's setting
+    (``numba.get_num_threads()``, about 1 us to read) when its CSR part is large enough for the
+    parallel step (``PARALLEL_ENTRIES``), else 1."""
+    if isinstance(layout, Structured):
+        layout = layout.sparse
+    elif isinstance(layout, LowRank):
+        layout = layout.correction
+    if isinstance(layout, CsrRows | CsrEntries) and layout.data.size >= PARALLEL_ENTRIES:
+        return numba.get_num_threads()
+    return 1
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _scatter_parallel(indptr, indices, data, belief, out, threads):
     """``out = belief @ S`` on ``threads`` threads: each scatters a share of the rows (equal
@@ -434,8 +447,8 @@ def forward(
     elapsed : (T,) output, seconds from the start to the end of step t.
     zero : (T,) bool output, True where the observation had zero probability.
     pruned : (T,) output, the belief mass pruning removed at step t.
-    threads : int, the threads a step may use (``numba.get_num_threads()`` of the caller;
-        passed in, as compiled code that reads it cannot be cached).
+    threads : int, the threads a step may use (``step_threads(layout)`` of the caller;
+        passed in, as compiled code that reads numba's setting cannot be cached).
 
     Returns
     -------

@@ -274,6 +274,8 @@ def test_the_parallel_csr_step_equals_the_serial_and_dense_ones():
             numba.set_num_threads(1)
             serial = filtering(hmm, observations)
             numba.set_num_threads(2)
+            assert forward.step_threads(hmm.transition_layout) == 2
+            assert forward.step_threads(HMM(prior, T, E).transition_layout) == 1  # dense
             parallel = filtering(hmm, observations)
         finally:
             numba.set_num_threads(before)
