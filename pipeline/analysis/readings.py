@@ -124,6 +124,10 @@ class Point(NamedTuple):
     stored: float = float("nan")  # numbers the approximate transition matrix stores (NaN: exact)
 
 
+EXACT_TRANSITIONS = frozenset({"topp_states"})
+"""Methods that run on the exact transition matrix (belief pruning): they store the exact
+model, so the fronts over stored size leave them out as they leave out exact inference."""
+
 COSTS = {"runtime": "runtime per step", "stored": "stored transition entries"}
 """What a Pareto front can trade accuracy against: ``Point`` fields and their titles."""
 
@@ -147,7 +151,11 @@ def points(ds: xr.Dataset, family: str, n_states: int, mode: str) -> list[Point]
         ok = one["done"]
         runtime = finite_median(one["runtime_approx"].isel(t=-1).where(ok)) / steps
         tv = finite_median(one["tv"].isel(t=-1).where(ok))
-        stored = finite_median(one["stored_entries"].where(ok))
+        stored = (
+            float("nan")
+            if method in EXACT_TRANSITIONS
+            else finite_median(one["stored_entries"].where(ok))
+        )
         if np.isfinite(runtime) and np.isfinite(tv):
             found.append(Point(method, setting, runtime, tv, stored))
     return found

@@ -7,7 +7,7 @@ import zarr
 from matplotlib.image import imread
 from omegaconf import OmegaConf
 
-from pipeline.analysis import analyze, summary_table
+from pipeline.analysis import analyze, report, summary_table
 from pipeline.analysis.paper import CLAIMS, PAPER_SIZES, READINGS, compare
 from pipeline.analysis.readings import Point, pareto, payoff, points
 from pipeline.analysis.tables import filtering_table, front_table, mixing_table, payoff_table
@@ -207,23 +207,29 @@ def test_the_pareto_front_keeps_what_nothing_beats():
     assert pareto([f, e, d, c, b, a]) == [a, c, f]
 
 
-def comparison_dataset():
-    """Methods at known runtimes and errors on one model: top-k fast and rough, top-p better."""
+def comparison_dataset(extra=None):
+    """Methods at known runtimes and errors on one model: top-k fast and rough, top-p better;
+    ``extra`` adds ``{(method, setting): (runtime, tv, stored)}``."""
+    values = {
+        ("topp", 0.5): (3e-6, 0.4, 50),
+        ("topp", 0.9): (5e-6, 0.05, 200),
+        ("topk", 3.0): (1e-6, 0.3, 60),
+        **(extra or {}),
+    }
+    methods = {}
+    for method, setting in values:
+        methods.setdefault(method, []).append(setting)
+    listed = ",".join(f"{m}:[{','.join(f'{s:g}' for s in v)}]" for m, v in methods.items())
     grid = Grid.from_config(
         composed(
             "grid.families=[bell]",
             "grid.n_states=[20]",
-            "grid.methods={topp:[0.5,0.9],topk:[3]}",
+            f"grid.methods={{{listed}}}",
             "grid.modes=[predict]",
         )
     )
     ds, _ = _template(grid, {})
     ds["done"][:] = True
-    values = {
-        ("topp", 0.5): (3e-6, 0.4, 50),
-        ("topp", 0.9): (5e-6, 0.05, 200),
-        ("topk", 3.0): (1e-6, 0.3, 60),
-    }
     for (method, setting), (runtime, tv, stored) in values.items():
         where = {"method": method, "setting": setting}
         ds["runtime_approx"].loc[where] = runtime * ds["t"]
@@ -251,6 +257,26 @@ def test_points_and_the_front_table():
     by_size = front_table(ds, "stored")
     assert "top-p 0.5 (50, 0.4) < top-k 3 (60, 0.3) < top-p 0.9 (200, 0.05) |" in by_size
     assert pareto(list(found.values()), "stored")[0] == found["topp", 0.5]
+
+
+def test_belief_pruning_is_on_the_runtime_front_but_not_on_the_size_front():
+    """Belief pruning runs on the exact transitions: its stored size is the exact model's, so
+    the fronts over stored size leave it out, however the store counts it."""
+    ds = comparison_dataset({("topp_states", 0.9): (4e-6, 0.01, 10)})
+    assert "top-p states 0.9 (4 us, 0.01)" in front_table(ds)
+    by_size = front_table(ds, "stored")
+    assert "top-p states" not in by_size.split("Points on the fronts")[0]
+    assert "top-p 0.5 (50, 0.4) < top-k 3 (60, 0.3) < top-p 0.9 (200, 0.05) |" in by_size
+
+
+def test_the_comparison_says_what_the_runs_methods_guarantee():
+    lines = "\n".join(report._comparison_lines(comparison_dataset()))
+    assert "top-p bounds each row's error by 1 - p" in lines and "top-k guarantees" in lines
+    assert "low-rank" not in lines.split("The same against the memory")[0]
+    lines = "\n".join(
+        report._comparison_lines(comparison_dataset({("lowrank", 2.0): (1e-6, 0.2, 80)}))
+    )
+    assert "low-rank (seed 002) guarantees nothing a priori" in lines
 
 
 def test_filtering_failures_are_explained_from_the_store():
