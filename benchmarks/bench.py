@@ -322,14 +322,11 @@ def _scipy_alone(T, start: np.ndarray):
 
 
 def _ours_alone(top, start: np.ndarray):
-    """Our step on the same arrays every call: the vector step of the layout, or the block step."""
+    """Our step, as the recursion takes it, on the same arrays every call."""
     layout, out = top.transition_layout, np.empty_like(start)
     if start.ndim == 2:
-        long_rows = isinstance(layout, forward.CsrRows)
-        step = forward._csr_block_long if long_rows else forward._csr_block
-        return lambda: step(layout.indptr, layout.indices, layout.data, start, out)
-    rows = getattr(layout, "entry_rows", layout.indptr[:0])
-    return lambda: forward._scatter(layout.indptr, layout.indices, layout.data, rows, start, out, 1)
+        return lambda: forward.step_block(layout, start, out)
+    return lambda: forward.step(layout, start, out, 1)
 
 
 def against_scipy() -> None:
@@ -400,23 +397,28 @@ def against_scipy() -> None:
 
 
 def _placement(arrays: int = 4) -> None:
-    """The block step alone, B = 64, on the smoothed LM's top-0.5 rows, into each of
-    ``arrays`` output arrays of one process: where the output lies in memory moves it."""
+    """The block step alone, B = 64, on the smoothed LM's top-0.5 rows, untiled and tiled
+    (``BLOCK_TILE``), into each of ``arrays`` output arrays of one process: where the output
+    lies in memory moves both."""
     top = topp_hmm(build_model("lm", 7620, structured=True), 0.5)
     start = np.ascontiguousarray(np.random.default_rng(1).dirichlet(np.ones(7620), 64).T)
-    layout, step = top.transition_layout, forward._csr_block_long
-    ours = []
+    layout = top.transition_layout
+    steps = {"untiled": forward._csr_block, "tiled": forward._csr_block_long}
+    times = {name: [] for name in steps}
     for _ in range(arrays):
         out = np.empty_like(start)
-        step(layout.indptr, layout.indices, layout.data, start, out)
-        ours.append(
-            _best(lambda out=out: step(layout.indptr, layout.indices, layout.data, start, out), 3)
-        )
+        for name, step in steps.items():
+            step(layout.indptr, layout.indices, layout.data, start, out)
+            times[name].append(
+                _best(
+                    lambda s=step, o=out: s(layout.indptr, layout.indices, layout.data, start, o), 3
+                )
+            )
     theirs = _best(lambda: top.transition.T @ start, 3)
     print(
-        f"   lm n=7620 p=0.5, B=64 alone into {arrays} output arrays: ours "
-        + ", ".join(f"{t * 1e3:.0f}" for t in ours)
-        + f" ms; scipy {theirs * 1e3:.0f} ms (best of 3 each)"
+        f"   lm n=7620 p=0.5, B=64 alone into {arrays} output arrays, best of 3 each: "
+        + "; ".join(f"ours {k} " + ", ".join(f"{t * 1e3:.0f}" for t in v) for k, v in times.items())
+        + f" ms; scipy {theirs * 1e3:.0f} ms"
     )
 
 

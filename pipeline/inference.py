@@ -30,9 +30,6 @@ from pipeline.methods.select import mass_target
 from pipeline.models.hmm import HMM, validate_rows
 from pipeline.operators import columns
 
-_NO_STEPS = np.empty(0, dtype=np.intp)
-_NO_STEPS.flags.writeable = False  # shared by every result without zero-evidence steps
-
 
 class FilterResult(NamedTuple):
     """The result of ``filtering``; B is the batch size of a batch.
@@ -139,7 +136,7 @@ def _forward(hmm: HMM, initial, likelihoods, rows, target: float) -> FilterResul
         pruned,
         forward.step_threads(hmm.transition_layout),
     )
-    zero = np.flatnonzero(zero) if log_evidence == -np.inf else _NO_STEPS
+    zero = np.flatnonzero(zero) if log_evidence == -np.inf else np.empty(0, np.intp)
     return FilterResult(beliefs, float(log_evidence), zero, elapsed, pruned)
 
 

@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -200,3 +204,36 @@ def test_belief_pruning_keeps_the_top_p_states_of_every_step(p, backend):
 def test_bad_pruning_mass(prune):
     with pytest.raises(ValueError, match=r"prune must be in \(0, 1\]"):
         filtering(build_model("weather", 6), [0, 1], prune=prune)
+
+
+RUN_ONE_MODEL = """
+import sys
+import os
+import subprocess
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+from pipeline.inference import filtering
+from pipeline.models import HMM
+
+density = 0.02 if sys.argv[1] == "short rows" else 0.5
+T = sp.random_array((300, 300), density=density, random_state=1, format="csr")
+T = T + sp.eye_array(300, format="csr")
+T = sp.csr_array(T / T.sum(axis=1)[:, None])
+E = np.random.default_rng(0).dirichlet(np.ones(4), size=300)
+print(filtering(HMM(np.ones(300) / 300, T, E), np.arange(10) % 4).log_evidence)
+"""
+
+
+def test_fresh_processes_load_the_cached_recursions_of_every_csr_layout(tmp_path):
+    """Each run is a new process over one fresh numba cache, as a user's scripts are: the
+    compiled recursions that hold the parallel CSR step must load from the cache and run,
+    whichever layout (short rows, then long rows twice) a process meets first."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    for rows in ("short rows", "long rows", "long rows"):
+        run = subprocess.run(
+            [sys.executable, "-c", RUN_ONE_MODEL, rows], env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, f"{rows}: exit {run.returncode}\n{run.stderr[-2000:]}"
+        assert np.isfinite(float(run.stdout))

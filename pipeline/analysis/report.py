@@ -21,7 +21,7 @@ from pipeline.analysis.figures import (
     tv_figure,
 )
 from pipeline.analysis.paper import compare
-from pipeline.analysis.readings import run_lines, variants
+from pipeline.analysis.readings import EXACT_TRANSITIONS, run_lines, variants
 from pipeline.analysis.tables import (
     filtering_table,
     front_table,
@@ -98,25 +98,36 @@ GUARANTEES = {
 
 SIZE_COMPARISON = (
     "The same against the memory of the approximation: TV at the last step against the "
-    "numbers its transition matrix stores (CSR entries for top-p and top-k; (2n) r factors "
-    "plus the band for low-rank), in [pareto_size.png](pareto_size.png). Exact inference and "
-    "belief pruning store the exact model and are left out."
+    "numbers its transition matrix stores ({stored}), in [pareto_size.png](pareto_size.png). "
+    "Exact inference stores the exact model and is left out{pruning}."
 )
+
+STORED = {
+    "topp": "CSR entries for top-p",
+    "topk": "CSR entries for top-k",
+    "lowrank": "(2n) r factors for low-rank",
+    "banded_lowrank": "(2n) r factors plus the band for banded low-rank",
+}
+"""What the transition matrix of each method that changes it stores (the others are
+``readings.EXACT_TRANSITIONS``)."""
 
 
 def _comparison_lines(ds: xr.Dataset) -> list[str]:
     if len({m for m, _ in variants(ds)}) < 2:
         return []
+    methods = list(dict.fromkeys(method for method, _ in variants(ds)))
+    pruning = EXACT_TRANSITIONS.intersection(methods)
     return [
         "## Which approximation pays",
         "",
-        COMPARISON.format(
-            guarantees="; ".join(GUARANTEES[m] for m in dict.fromkeys(m for m, _ in variants(ds)))
-        ),
+        COMPARISON.format(guarantees="; ".join(GUARANTEES[m] for m in methods)),
         "",
         front_table(ds),
         "",
-        SIZE_COMPARISON,
+        SIZE_COMPARISON.format(
+            stored="; ".join(STORED[m] for m in methods if m not in pruning),
+            pruning=", as is belief pruning, which runs on it" if pruning else "",
+        ),
         "",
         front_table(ds, "stored"),
         "",

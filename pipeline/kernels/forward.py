@@ -31,6 +31,11 @@ from pipeline.kernels.select import prune
 
 JIT = {"cache": True, "nogil": True}
 
+# Start numba's threading layer on import: the cached recursions call the parallel CSR step,
+# whose runtime symbols the layer registers when it starts, and a process that loads them from
+# the cache before anything has started the layer crashes.
+numba.get_num_threads()
+
 _clock_gettime = types.ExternalFunction("clock_gettime", types.int32(types.int32, types.voidptr))
 _MONOTONIC = time.CLOCK_MONOTONIC
 
@@ -61,8 +66,7 @@ class Dense(NamedTuple):
 
 
 class CsrRows(NamedTuple):
-    """A CSR matrix ``S`` (n, m) with sorted column indices in each row, stepped row by row,
-    skipping the rows of zero states."""
+    """A CSR matrix ``S`` (n, m), stepped row by row, skipping the rows of zero states."""
 
     indptr: np.ndarray
     indices: np.ndarray
@@ -285,9 +289,15 @@ short rows (1.5-2.5x slower at 5 entries in a row), which keep the untiled step.
 
 @numba.njit(**JIT)
 def _csr_block_tiled(indptr, indices, data, block, out, tile):
-    """``_csr_block`` over ``tile`` output rows at a time: each pass zeroes its tile and adds
-    the entries of every row of ``S`` whose columns fall in it (column indices sorted within
-    each row, as ``pipeline.operators.csr`` keeps them), so a row resumes where it stopped."""
+    """``_csr_block`` over ``tile`` output rows at a time: each pass zeroes its tile, then
+    adds each row's entries from where the row stopped until one falls beyond the tile.
+
+    Every entry is added once, into an output row already zeroed, and the last pass takes
+    the rest, so the product holds for any order of the column indices; sorted ones (as
+    ``pipeline.operators.csr`` keeps them) are what keep each pass inside its tile, and
+    then each output entry sums its terms in the order of ``_csr_block``: the two agree
+    exactly.
+    """
     width = block.shape[1]
     position = indptr[:-1].copy()
     for start in range(0, out.shape[0], tile):
@@ -409,6 +419,20 @@ def _advance_block_low_rank(layout, block, out):
 
         return step
     return None
+
+
+@numba.njit(**JIT)
+def step(layout, belief, out, threads):
+    """``out = belief @ T`` (n,) for the matrix of ``layout``: one step, as the recursion takes
+    it, callable from Python (benchmarks and tests)."""
+    advance(layout, belief, out, threads)
+
+
+@numba.njit(**JIT)
+def step_block(layout, block, out):
+    """``out = T^T @ block`` for a state-major block (n, B): one block step, as the recursion
+    takes it, callable from Python (benchmarks and tests)."""
+    advance_block(layout, block, out)
 
 
 # --- the recursions ----------------------------------------------------------------------

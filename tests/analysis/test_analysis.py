@@ -9,9 +9,10 @@ from omegaconf import OmegaConf
 
 from pipeline.analysis import analyze, report, summary_table
 from pipeline.analysis.paper import CLAIMS, PAPER_SIZES, READINGS, compare
-from pipeline.analysis.readings import Point, pareto, payoff, points
+from pipeline.analysis.readings import EXACT_TRANSITIONS, Point, pareto, payoff, points
 from pipeline.analysis.tables import filtering_table, front_table, mixing_table, payoff_table
 from pipeline.analyze import main
+from pipeline.methods import METHODS
 from pipeline.sweep.grid import Grid
 from pipeline.sweep.store import _template
 
@@ -269,14 +270,26 @@ def test_belief_pruning_is_on_the_runtime_front_but_not_on_the_size_front():
     assert "top-p 0.5 (50, 0.4) < top-k 3 (60, 0.3) < top-p 0.9 (200, 0.05) |" in by_size
 
 
+def test_the_report_can_speak_of_every_method():
+    assert set(report.GUARANTEES) == set(METHODS)
+    assert set(report.STORED) | EXACT_TRANSITIONS == set(METHODS)
+    assert not set(report.STORED) & EXACT_TRANSITIONS
+
+
 def test_the_comparison_says_what_the_runs_methods_guarantee():
     lines = "\n".join(report._comparison_lines(comparison_dataset()))
     assert "top-p bounds each row's error by 1 - p" in lines and "top-k guarantees" in lines
-    assert "low-rank" not in lines.split("The same against the memory")[0]
+    assert "low-rank" not in lines and "belief pruning" not in lines
+    assert "(CSR entries for top-p; CSR entries for top-k)" in lines
     lines = "\n".join(
         report._comparison_lines(comparison_dataset({("lowrank", 2.0): (1e-6, 0.2, 80)}))
     )
     assert "low-rank (seed 002) guarantees nothing a priori" in lines
+    assert "(2n) r factors for low-rank" in lines
+    lines = "\n".join(
+        report._comparison_lines(comparison_dataset({("topp_states", 0.9): (4e-6, 0.01, 10)}))
+    )
+    assert "is left out, as is belief pruning, which runs on it." in lines
 
 
 def test_filtering_failures_are_explained_from_the_store():

@@ -284,18 +284,30 @@ def test_the_parallel_csr_step_equals_the_serial_and_dense_ones():
 
 
 @pytest.mark.parametrize("tile", [1, 3, 7, 50, 1000])
-def test_the_tiled_block_step_equals_the_dense_product(tile):
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_the_tiled_block_step_equals_the_dense_product(tile, order):
     """The block step of long rows writes its output ``tile`` rows at a time, resuming each
-    row of S where the previous tile stopped; empty rows, empty columns and a last tile
-    shorter than the others must not change the product."""
+    row of S where the previous tile stopped: empty rows, empty columns, a last tile shorter
+    than the others and column indices in any order within a row must not change the
+    product, and with sorted indices it sums each output entry in the untiled step's order."""
     rng = np.random.default_rng(tile)
-    S = sp.csr_array(random_stochastic(rng, 60, 45, zeros=0.6))
-    S = sp.csr_array(S.multiply(rng.random(S.shape) < 0.8))  # some rows and columns empty
-    S.sort_indices()
+    dense = random_stochastic(rng, 60, 45, zeros=0.6)
+    dense[[4, 17, 59]] = 0.0  # empty rows
+    dense[:, [0, 22, 44]] = 0.0  # empty columns, the first and the last among them
+    S = sp.csr_array(dense)
+    assert np.diff(S.indptr)[[4, 17, 59]].sum() == 0 and not np.isin(S.indices, [0, 22, 44]).any()
+    if order == "shuffled":
+        for i in range(60):
+            row = slice(S.indptr[i], S.indptr[i + 1])
+            shuffle = rng.permutation(S.indptr[i + 1] - S.indptr[i])
+            S.indices[row], S.data[row] = S.indices[row][shuffle], S.data[row][shuffle]
     block = rng.random((60, 5))
-    out = np.full((45, 5), np.nan)
+    out, untiled = np.full((45, 5), np.nan), np.full((45, 5), np.nan)
     forward._csr_block_tiled(S.indptr, S.indices, S.data, block, out, tile)
-    np.testing.assert_allclose(out, S.toarray().T @ block, rtol=1e-13, atol=1e-15)
+    forward._csr_block(S.indptr, S.indices, S.data, block, untiled)
+    np.testing.assert_allclose(out, dense.T @ block, rtol=1e-13, atol=1e-15)
+    if order == "sorted":
+        np.testing.assert_array_equal(out, untiled)
 
 
 def test_a_wide_batch_of_long_rows_takes_the_tiled_step_and_equals_the_dense_one():
