@@ -281,8 +281,9 @@ BLOCK_TILE = 1 << 19
 this many bytes writes it in tiles of this many bytes (``_csr_block_tiled``), so the output
 rows every entry adds to stay in a core's L2 cache (1 MiB here) rather than L3. Measured on
 the smoothed LM's rows, 7,620 states, B = 64 (a 3.9 MB output), one thread, side by side in
-one process each: top-0.5 192-226 ms tiled against 206-320 untiled in five processes,
-top-0.9 457-592 against 472-644 in three (scipy: 267-319 and 592-930). Tiles of 8 to 128
+one process each: top-0.5 259-280 ms tiled against 278-289 untiled into four output arrays
+(benchmark part 1e, docs/benchmarks.md), 192-226 against 206-320 in five other processes;
+top-0.9 457-592 against 472-644 in three (scipy: 258-319 and 592-930). Tiles of 8 to 128
 KiB were slower (the block's rows are read once per tile), and so was any tiling of Bell's
 short rows (1.5-2.5x slower at 5 entries in a row), which keep the untiled step."""
 
