@@ -17,56 +17,79 @@ SMOKE = ["experiment=coupled_smoke", "cluster.dashboard_address=:0", "cluster.n_
 
 
 @pytest.mark.parametrize(
-    "override, expected",
+    "experiment, override, expected",
     [
-        ("coupled.chains=[1]", "coupled.chains: 1 is not allowed; allowed: integers >= 2"),
-        ("coupled.n_states=[1]", "coupled.n_states: n_states must be an integer >= 2, got 1"),
-        ("coupled.eps=[1.5]", "coupled.eps: eps must be in [0, 1]"),
         (
+            "coupled_smoke",
+            "coupled.chains=[1]",
+            "coupled.chains: 1 is not allowed; allowed: integers >= 2",
+        ),
+        (
+            "coupled_smoke",
+            "coupled.n_states=[1]",
+            "coupled.n_states: n_states must be an integer >= 2, got 1",
+        ),
+        ("coupled_smoke", "coupled.eps=[1.5]", "coupled.eps: eps must be in [0, 1]"),
+        (
+            "coupled_smoke",
             "coupled.observe=[both]",
             "coupled.observe: observe='both' is not allowed; allowed: chain, set",
         ),
-        ("coupled.topp=[0]", "coupled.topp: [0.0] is not allowed; allowed: numbers in (0, 1]"),
         (
+            "coupled_smoke",
+            "coupled.topp=[0]",
+            "coupled.topp: [0.0] is not allowed; allowed: numbers in (0, 1]",
+        ),
+        (
+            "coupled_smoke",
             "+coupled.relational.sonata=[{}]",
             "coupled.relational.sonata: no such spec; allowed: string_quartet",
         ),
         (
+            "coupled_smoke",
             "+coupled.relational.string_quartet=[{violin: 2}]",
             "unknown type 'violin' in a domain; allowed: voice, note, octave",
         ),
         (
+            "coupled_smoke",
             "+coupled.relational.string_quartet=[{voice: 9}]",
             "a domain keeps 9 constants of voice; allowed: 1 to 4",
         ),
-    ],
-)
-def test_bad_coupled_settings_are_one_line_errors(override, expected):
-    with pytest.raises(ConfigError) as error:
-        validate(composed("experiment=coupled_smoke", override))
-    assert expected in str(error.value) and "\n" not in str(error.value)
-
-
-@pytest.mark.parametrize(
-    "override, expected",
-    [
-        ("coupled.observe=[set]", "coupled.observe: ['set'] has no chain; relational specs"),
         (
+            "coupled",
+            "coupled.observe=[set]",
+            "coupled.observe: ['set'] has no chain; relational specs",
+        ),
+        (
+            "coupled",
             "coupled.relational.string_quartet=[2]",
             "the domain 2 is not allowed; allowed: a mapping",
         ),
-        ("coupled.exact_max_states=100000", "allowed: 1 to 5000 (exact Viterbi and top-p"),
-        ("coupled.budget=-1", "coupled.budget: -1.0 is not allowed; allowed: numbers >= 0"),
-        ("+coupled.n_states.5=[3]", "coupled.n_states.5: 5 chains are not in coupled.chains"),
         (
+            "coupled",
+            "coupled.exact_max_states=100000",
+            "allowed: 1 to 5000 (exact Viterbi and top-p",
+        ),
+        (
+            "coupled",
+            "coupled.budget=-1",
+            "coupled.budget: -1.0 is not allowed; allowed: numbers >= 0",
+        ),
+        (
+            "coupled",
+            "+coupled.n_states.5=[3]",
+            "coupled.n_states.5: 5 chains are not in coupled.chains",
+        ),
+        (
+            "coupled",
             "coupled.relational.string_quartet=[{voice: 1}]",
             "grounds to 1 chain(s) observing chain; allowed: at least 2 chains",
         ),
     ],
 )
-def test_bad_settings_of_the_experiment_are_one_line_errors(override, expected):
+def test_bad_coupled_settings_are_one_line_errors(experiment, override, expected):
     with pytest.raises(ConfigError) as error:
-        validate(composed("experiment=coupled", override))
+        validate(composed(f"experiment={experiment}", override))
     assert expected in str(error.value) and "\n" not in str(error.value)
 
 
