@@ -47,11 +47,6 @@ def _over_t(values: xr.DataArray) -> xr.DataArray:
     return values.max("t") if "t" in values.dims else values
 
 
-def _label(shape) -> str:
-    m, k, n, o = shape
-    return f"{m + ' ' if m != 'coupled' else ''}k={k} n={n} {o}"
-
-
 def _series(ds: xr.Dataset) -> list[tuple[str, xr.Dataset]]:
     """The accuracy figure's lines: the family per chain count and observation, each relational
     spec on its reduced domains (cells with an exact reference), medians over shapes."""
@@ -282,7 +277,7 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
     attrs = ds.attrs
     done, cells = (
         int(ds["done"].sum()),
-        int((ds["in_grid"] & True).sum()) * ds.sizes["eps"] * ds.sizes["seed"],
+        int(ds["in_grid"].sum()) * ds.sizes["eps"] * ds.sizes["seed"],
     )
     return "\n".join(
         [

@@ -206,10 +206,7 @@ def viterbi(model: CoupledHMM, observations, transition: JointTransition | None 
         for a, _, log_rows in blocks:
             maxplus.max_step(delta, log_rows, a, best, back[t])
         delta = best + log_lik[t]
-    path = np.empty(steps, dtype=np.int64)
-    path[-1] = int(delta.argmax())
-    for t in range(steps - 1, 0, -1):
-        path[t - 1] = back[t, path[t]]
+    path = maxplus.backtrack(back, int(delta.argmax()))
     return model.joint_states[path], float(delta.max())
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from pipeline.coupled import meanfield
 from pipeline.coupled.model import CoupledHMM
+from pipeline.kernels import maxplus
 
 MAX_ITERATIONS = 100
 """Stop after this many cycles over the chains, converged or not."""
@@ -52,11 +53,7 @@ def _viterbi(log_prior, log_transitions, log_scores) -> np.ndarray:
         scores = delta[:, None] + log_transitions[t - 1]
         back[t] = scores.argmax(axis=0)
         delta = scores[back[t], np.arange(n)] + log_scores[t]
-    path = np.empty(steps, dtype=np.int64)
-    path[-1] = int(delta.argmax())
-    for t in range(steps - 1, 0, -1):
-        path[t - 1] = back[t, path[t]]
-    return path
+    return maxplus.backtrack(back, int(delta.argmax()))
 
 
 def _alone(model: CoupledHMM, i: int, observations) -> np.ndarray:

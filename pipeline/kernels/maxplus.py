@@ -1,9 +1,19 @@
-"""The max-product step of Viterbi over a block of log transition rows."""
+"""The max-product step of Viterbi over a block of log transition rows, and the backtrack."""
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+
+
+def backtrack(back: np.ndarray, last: int) -> np.ndarray:
+    """The Viterbi path ending in state ``last``: ``back`` (T, n) holds at ``[t, j]`` the best
+    state at ``t - 1`` before state ``j`` at ``t``; returns the states (T,)."""
+    path = np.empty(back.shape[0], dtype=np.int64)
+    path[-1] = last
+    for t in range(back.shape[0] - 1, 0, -1):
+        path[t - 1] = back[t, path[t]]
+    return path
 
 
 @numba.njit(cache=True, nogil=True)

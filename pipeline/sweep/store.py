@@ -190,19 +190,21 @@ def kind_template(
     variables: dict[str, Variable],
     attrs: dict,
     *,
-    kind: str,
+    kind: str | None,
     long_names: dict[str, str],
     extra: dict[str, xr.Variable] | None = None,
 ) -> tuple[xr.Dataset, dict]:
-    """The empty Dataset of a sweep of another ``kind`` (training, coupled) and its encoding:
-    ``variables`` and ``extra`` over ``grid.coords()``, each coordinate's ``long_name``."""
+    """The empty Dataset of a sweep and its encoding: ``variables`` and ``extra`` over
+    ``grid.coords()``, each coordinate's ``long_name``; ``kind`` (training, coupled) names a
+    sweep other than the methods sweep, whose store has no ``kind``."""
     coords = grid.coords()
     data_vars, encoding = empty_variables(variables, coords)
     data_vars.update(extra or {})
     dataset = xr.Dataset(
         data_vars,
         coords=coords,
-        attrs={**attrs, "grid": grid.fingerprint(), "format": FORMAT, "kind": kind},
+        attrs={**attrs, "grid": grid.fingerprint(), "format": FORMAT}
+        | ({"kind": kind} if kind else {}),
     )
     for name, text in long_names.items():
         dataset[name].attrs.update(units="1", long_name=text)
@@ -211,9 +213,7 @@ def kind_template(
 
 def _template(grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]:
     """The empty Dataset of ``grid`` and its zarr encoding."""
-    coords = grid.coords()
-    data, encoding = empty_variables(VARIABLES, coords)
-    data["in_grid"] = xr.Variable(
+    in_grid = xr.Variable(
         ("family", "n_states", "method", "setting"),
         grid.in_grid,
         {
@@ -221,15 +221,16 @@ def _template(grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]:
             "long_name": "the grid has this size for the family and setting for the method",
         },
     )
-    dataset = xr.Dataset(
-        data, coords=coords, attrs={**attrs, "grid": grid.fingerprint(), "format": FORMAT}
-    )
-    dataset["n_states"].attrs.update(units="1", long_name="number of hidden states")
-    dataset["method"].attrs.update(units="1", long_name="approximation method")
     meanings = ", ".join(f"{m}: {METHODS[m].SETTING}" for m in grid.methods)
-    dataset["setting"].attrs.update(units="1", long_name=f"the method's setting ({meanings})")
-    dataset["t"].attrs.update(units="1", long_name="time step")
-    return dataset, encoding
+    long_names = {
+        "n_states": "number of hidden states",
+        "method": "approximation method",
+        "setting": f"the method's setting ({meanings})",
+        "t": "time step",
+    }
+    return kind_template(
+        grid, VARIABLES, attrs, kind=None, long_names=long_names, extra={"in_grid": in_grid}
+    )
 
 
 def check_format(attrs: dict, path) -> None:
