@@ -18,30 +18,42 @@ PRIOR, OWN, PAIR, EMISSION = 0, 1, 2, 3
 """Streams of the draws."""
 
 
+class ParameterError(ValueError):
+    """A one-line ``ValueError`` for a parameter ``build`` rejects; ``parameter`` names it."""
+
+    def __init__(self, parameter: str, message: str):
+        super().__init__(message)
+        self.parameter = parameter
+
+
 def check(
     chains: int, n_states: int, *, eps: float, n_observations: int, observe: str, alpha: float
 ) -> None:
-    """Raise ``ValueError`` (one line) for parameters ``build`` rejects."""
+    """Raise ``ParameterError`` (one line, naming the parameter) for parameters ``build``
+    rejects."""
     if isinstance(chains, bool) or int(chains) != chains or chains < 1:
-        raise ValueError(f"chains must be an integer >= 1, got {chains!r}")
+        raise ParameterError("chains", f"chains must be an integer >= 1, got {chains!r}")
     if isinstance(n_states, bool) or int(n_states) != n_states or n_states < 2:
-        raise ValueError(f"n_states must be an integer >= 2, got {n_states!r}")
+        raise ParameterError("n_states", f"n_states must be an integer >= 2, got {n_states!r}")
     if not 0 <= eps <= 1 or (chains == 1 and eps > 0):
-        raise ValueError(f"eps must be in [0, 1] (0 for one chain), got {eps!r}")
+        raise ParameterError("eps", f"eps must be in [0, 1] (0 for one chain), got {eps!r}")
     if observe not in OBSERVE:
-        raise ValueError(f"observe={observe!r} is not allowed; allowed: {', '.join(OBSERVE)}")
+        raise ParameterError(
+            "observe", f"observe={observe!r} is not allowed; allowed: {', '.join(OBSERVE)}"
+        )
     top = MAX_SET_SYMBOLS if observe == "set" else None
     if (
         int(n_observations) != n_observations
         or n_observations < 1
         or (top and n_observations > top)
     ):
-        raise ValueError(
+        raise ParameterError(
+            "n_observations",
             f"n_observations must be an integer >= 1{f' and <= {top} with sets' if top else ''}, "
-            f"got {n_observations!r}"
+            f"got {n_observations!r}",
         )
     if not alpha > 0:
-        raise ValueError(f"alpha must be > 0, got {alpha!r}")
+        raise ParameterError("alpha", f"alpha must be > 0, got {alpha!r}")
 
 
 def build(

@@ -258,16 +258,8 @@ def validate(section) -> None:
                     observe=o,
                     alpha=section.alpha,
                 )
-            except ValueError as error:
-                where = next(
-                    (
-                        f"coupled.{name}"
-                        for name in ("n_states", "eps", "observe", "alpha")
-                        if name in str(error)
-                    ),
-                    "coupled.n_observations",
-                )
-                raise ConfigError(where, str(error)) from None
+            except family.ParameterError as error:
+                raise ConfigError(f"coupled.{error.parameter}", str(error)) from None
     for key, least in (
         ("horizon", 1),
         ("observe_every", 1),

@@ -30,6 +30,12 @@ SMOKE = ["experiment=coupled_smoke", "cluster.dashboard_address=:0", "cluster.n_
             "coupled.n_states: n_states must be an integer >= 2, got 1",
         ),
         ("coupled_smoke", "coupled.eps=[1.5]", "coupled.eps: eps must be in [0, 1]"),
+        ("coupled_smoke", "coupled.alpha=0", "coupled.alpha: alpha must be > 0, got 0"),
+        (
+            "coupled_smoke",
+            "coupled.n_observations=0",
+            "coupled.n_observations: n_observations must be an integer >= 1",
+        ),
         (
             "coupled_smoke",
             "coupled.observe=[both]",
