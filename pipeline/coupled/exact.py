@@ -106,12 +106,7 @@ class JointTransition:
 
     def rows(self, start: int, stop: int) -> np.ndarray:
         """Rows ``T[start:stop]`` as a dense array (stop - start, n_joint)."""
-        states = self.model.joint_states[start:stop]
-        block = np.ones((stop - start, 1))
-        for i in range(self.model.chains):
-            block = block[:, :, None] * self.model.conditional(i, states)[:, None, :]
-            block = block.reshape(stop - start, -1)
-        return block
+        return self.model.transition_rows(self.model.joint_states[start:stop])
 
     def blocks(self):
         """``(start, stop)`` of row blocks of about ``BLOCK_ENTRIES`` entries."""
@@ -139,11 +134,6 @@ class ExactResult(NamedTuple):
     log_evidence: float
 
 
-def joint_prior(model: CoupledHMM) -> np.ndarray:
-    """``P(x_0)``, shape (n_joint,)."""
-    return functools.reduce(np.multiply.outer, model.priors).ravel()
-
-
 def likelihoods(model: CoupledHMM, observations: np.ndarray) -> np.ndarray:
     """``P(o_t | x)`` for every step and joint state, shape (T, n_joint); ones where nothing
     is observed."""
@@ -166,7 +156,7 @@ def smoothing(
     steps = len(observations)
     filtered = np.empty((steps, model.n_joint))
     scale = np.empty(steps)
-    belief = joint_prior(model)
+    belief = model.joint_prior()
     for t in range(steps):
         if t:
             belief = T.forward(filtered[t - 1])
@@ -196,7 +186,7 @@ def viterbi(model: CoupledHMM, observations, transition: JointTransition | None 
     observations = np.asarray(observations, dtype=np.int64)
     with np.errstate(divide="ignore"):
         log_lik = np.log(likelihoods(model, observations))
-        delta = np.log(joint_prior(model)) + log_lik[0]
+        delta = np.log(model.joint_prior()) + log_lik[0]
         blocks = [(a, b, np.log(T.rows(a, b))) for a, b in T.blocks()]
     steps, n = len(observations), model.n_joint
     back = np.empty((steps, n), dtype=np.int64)

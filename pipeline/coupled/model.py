@@ -208,15 +208,26 @@ class CoupledHMM:
                 total += np.log(self.likelihood(int(o), paths[t : t + 1])[0])
         return float(total)
 
+    def joint_prior(self) -> np.ndarray:
+        """``P(x_0)`` over the joint states, shape (n_joint,)."""
+        return functools.reduce(np.multiply.outer, self.priors).ravel()
+
+    def transition_rows(self, states: np.ndarray) -> np.ndarray:
+        """``P(x' | x)`` for the joint states ``states`` (r, k): rows (r, n_joint), the
+        product of every chain's ``conditional``."""
+        rows = np.ones((len(states), 1))
+        for i in range(self.chains):
+            rows = (rows[:, :, None] * self.conditional(i, states)[:, None, :]).reshape(
+                len(states), -1
+            )
+        return rows
+
     def joint(self) -> HMM:
         """The joint chain as an ``HMM`` of ``n_joint`` states with dense matrices, which every
         method and inference function takes. Memory: ``n_joint**2`` transition entries."""
         states = self.joint_states
-        prior = functools.reduce(np.multiply.outer, self.priors).ravel()
-        transition = np.ones((self.n_joint, 1))
-        for i in range(self.chains):
-            transition = transition[:, :, None] * self.conditional(i, states)[:, None, :]
-            transition = transition.reshape(self.n_joint, -1)
+        prior = self.joint_prior()
+        transition = self.transition_rows(states)
         chain_emission = np.ones((self.n_joint, 1))
         for i in range(self.chains):
             rows = self.emissions[i][states[:, i]]
