@@ -321,9 +321,9 @@ def _scipy_alone(T, start: np.ndarray):
     return (lambda: start @ T) if start.ndim == 1 else (lambda: T.T @ start)
 
 
-def _ours_alone(top, start: np.ndarray):
-    """Our step, as the recursion takes it, on the same arrays every call."""
-    layout, out = top.transition_layout, np.empty_like(start)
+def _ours_alone(layout, start: np.ndarray):
+    """Our step of ``layout``, as the recursion takes it, on the same arrays every call."""
+    out = np.empty_like(start)
     if start.ndim == 2:
         return lambda: forward.step_block(layout, start, out)
     return lambda: forward.step(layout, start, out, 1)
@@ -331,14 +331,16 @@ def _ours_alone(top, start: np.ndarray):
 
 def against_scipy() -> None:
     print(
-        "\n1e. Our CSR step against scipy.sparse (csr_array), one thread, a vector "
+        "\n1e. Our CSR step (as the matrix's layout takes it: CsrEntries/CsrRows scatter the "
+        "entries, CsrPanel steps the mostly full columns as a dense panel by BLAS) against "
+        "scipy.sparse (csr_array), one thread, a vector "
         "(belief @ T) and a batch of B (T.T @ block); scipy's time over ours, alone (one step "
         "on the same arrays every call; scipy allocates its output) and in the recursion (each "
         "step writes its result to the next slice of the history: ours is filtering's, "
         "scipy's history[t] = T.T @ history[t - 1]); the median ratio of 15 pairs run side by "
         "side (7 above 10 million entries); and our vector step "
-        f"on all {numba.config.NUMBA_NUM_THREADS} threads (the parallel step from 50,000 "
-        "entries on)"
+        f"on all {numba.config.NUMBA_NUM_THREADS} threads of numba and BLAS (the parallel "
+        "scatter from 50,000 entries on, the panel's BLAS product)"
     )
     cases = [
         ("bell", 800, 0.9, {}),
@@ -356,11 +358,11 @@ def against_scipy() -> None:
             name = f"{family} n={n} p={p:g}" + "".join(
                 f" {k}={v}" for k, v in params.items() if k != "structured"
             )
-            row = f"   {name:<26} {T.nnz / n:5.0f}/row"
+            row = f"   {name:<26} {T.nnz / n:5.0f}/row {type(top.transition_layout).__name__:<10}"
             for size in (None, 16, 64):
                 initial = rng.dirichlet(np.ones(n), size=size)
                 start = initial if size is None else np.ascontiguousarray(initial.T)
-                ours, theirs = _ours_alone(top, start), _scipy_alone(T, start)
+                ours, theirs = _ours_alone(top.transition_layout, start), _scipy_alone(T, start)
                 observations = np.full(6 if size is None else (size, 6), -1)
                 ratios, steps = {"alone": [], "recursion": []}, []
                 for _ in range(7 if T.nnz > 10**7 else 15):  # pairs side by side, both warm
@@ -383,11 +385,12 @@ def against_scipy() -> None:
             threaded = []
             for _ in range(7):  # pairs side by side: one thread, then all
                 one = np.median(per_step(top, 15))
-                with numba_threads(None):
+                with numba_threads(None), threadpool_limits(os.cpu_count(), user_api="blas"):
                     threaded.append(one / np.median(per_step(top, 15)))
             row += f" | all threads {np.median(threaded):4.2f}x"
             print(row)
-        _placement()
+        for p in (0.5, 0.9):
+            _panel_gain(p)
     for key, (ratio, where) in slowest.items():
         target(
             f"our CSR step at least as fast as scipy's {key}, every shape",
@@ -396,30 +399,28 @@ def against_scipy() -> None:
         )
 
 
-def _placement(arrays: int = 4) -> None:
-    """The block step alone, B = 64, on the smoothed LM's top-0.5 rows, untiled and tiled
-    (``BLOCK_TILE``), into each of ``arrays`` output arrays of one process: where the output
-    lies in memory moves both."""
-    top = topp_hmm(build_model("lm", 7620, structured=True), 0.5)
-    start = np.ascontiguousarray(np.random.default_rng(1).dirichlet(np.ones(7620), 64).T)
-    layout = top.transition_layout
-    steps = {"untiled": forward._csr_block, "tiled": forward._csr_block_long}
-    times = {name: [] for name in steps}
-    for _ in range(arrays):
-        out = np.empty_like(start)
-        for name, step in steps.items():
-            step(layout.indptr, layout.indices, layout.data, start, out)
-            times[name].append(
-                _best(
-                    lambda s=step, o=out: s(layout.indptr, layout.indices, layout.data, start, o), 3
-                )
-            )
-    theirs = _best(lambda: top.transition.T @ start, 3)
-    print(
-        f"   lm n=7620 p=0.5, B=64 alone into {arrays} output arrays, best of 3 each: "
-        + "; ".join(f"ours {k} " + ", ".join(f"{t * 1e3:.0f}" for t in v) for k, v in times.items())
-        + f" ms; scipy {theirs * 1e3:.0f} ms"
-    )
+def _panel_gain(p: float) -> None:
+    """Our step on the smoothed LM's top-``p`` rows (7620 states) as its layout takes it (the
+    mostly full columns as a dense panel, ``pipeline.operators.csr.PANEL_DENSITY``) against
+    the whole matrix scattered: the median ratio of 7 pairs side by side."""
+    top = topp_hmm(build_model("lm", 7620, structured=True), p)
+    panel, T = top.transition_layout, top.transition
+    scattered = forward.CsrRows(T.indptr, T.indices, T.data)
+    rng = np.random.default_rng(2)
+    row = f"   lm n=7620 p={p:g}: {panel.columns.size} columns in the panel"
+    for size in (None, 16, 64):
+        initial = rng.dirichlet(np.ones(7620), size=size)
+        start = initial if size is None else np.ascontiguousarray(initial.T)
+        steps = [_ours_alone(layout, start) for layout in (scattered, panel)]
+        ratios = []
+        for _ in range(7):
+            times = []
+            for step in steps:
+                step()
+                times.append(timed(step))
+            ratios.append(times[0] / times[1])
+        row += f" | {'vector' if size is None else f'B={size}'} {np.median(ratios):4.2f}x"
+    print(row + " faster than the whole matrix scattered")
 
 
 def _one_by_one(model, initial) -> None:

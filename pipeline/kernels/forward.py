@@ -7,7 +7,8 @@ interpreter. They take the matrix as a layout, a ``NamedTuple`` of arrays whose
 class says how a step reads it: ``Dense`` (one BLAS matrix-vector product, or
 the rows of the non-zero states when they are few), ``CsrRows`` and ``CsrEntries`` (scatter
 the stored entries row by row, or in one flat loop for short rows; a batch of
-long rows in tiles of its output that stay in cache),
+long rows in tiles of its output that stay in cache), ``CsrPanel`` (a CSR layout of the
+sparse columns plus a dense panel of the columns that are mostly full, stepped by BLAS),
 ``Structured`` (a CSR layout plus a rank-one update) and ``LowRank`` (two thin
 BLAS products plus a sparse correction). ``advance`` and
 ``advance_block`` are resolved per layout class when the recursion compiles
@@ -83,10 +84,46 @@ class CsrEntries(NamedTuple):
     entry_rows: np.ndarray
 
 
+class CsrPanel(NamedTuple):
+    """A CSR matrix (n, m) split by columns: ``panel`` (h, n), C-contiguous, holds the
+    columns ``columns`` (h,) in full, zeros included (``panel[c]`` is column ``columns[c]``);
+    ``rest`` the entries of the other columns as a CSR layout over all m columns."""
+
+    rest: CsrRows | CsrEntries
+    columns: np.ndarray
+    panel: np.ndarray
+
+
+@numba.njit(**JIT)
+def split_columns(indptr, indices, data, where, panel):
+    """The arrays of a ``CsrPanel`` from canonical CSR arrays (n rows): ``where[j]`` is the
+    row of ``panel`` (h, n), zero-filled, that takes column ``j``, or -1 for a column of the
+    rest. Fills ``panel`` and returns the rest's ``indptr``, ``indices`` and ``data``."""
+    n = indptr.size - 1
+    rest_indptr = np.zeros(n + 1, indptr.dtype)
+    for i in range(n):
+        kept = 0
+        for k in range(indptr[i], indptr[i + 1]):
+            kept += where[indices[k]] < 0
+        rest_indptr[i + 1] = rest_indptr[i] + kept
+    rest_indices = np.empty(rest_indptr[n], indices.dtype)
+    rest_data = np.empty(rest_indptr[n])
+    for i in range(n):
+        position = rest_indptr[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            c = where[indices[k]]
+            if c < 0:
+                rest_indices[position], rest_data[position] = indices[k], data[k]
+                position += 1
+            else:
+                panel[c, i] = data[k]
+    return rest_indptr, rest_indices, rest_data
+
+
 class Structured(NamedTuple):
     """``S + outer(u, v)``: a CSR layout of ``S`` and the factors ``u`` (n,) and ``v`` (m,)."""
 
-    sparse: CsrRows | CsrEntries
+    sparse: CsrRows | CsrEntries | CsrPanel
     u: np.ndarray
     v: np.ndarray
 
@@ -95,7 +132,7 @@ class LowRank(NamedTuple):
     """``left @ right.T`` plus a sparse ``correction`` (the band's entries minus the
     product there): ``left`` (n, F), ``right`` (m, F)."""
 
-    correction: CsrRows | CsrEntries
+    correction: CsrRows | CsrEntries | CsrPanel
     left: np.ndarray
     right: np.ndarray
 
@@ -185,8 +222,9 @@ PARALLEL_ENTRIES = 50_000
 column, from a belief at least half non-zero, uses the caller's numba threads
 (``numba.set_num_threads``); other steps stay on one thread. Measured on 2 cores against
 one thread: 1.34x for the maximum-likelihood LM's top-0.9 rows (111,000 entries, 15 per
-column), 1.14x at the smoothed LM's top-0.5 (23 million), 0.93x at its top-0.9 (50
-million: one core already reads as fast as two here), and 0.60x for Bell 20,000 (100,000
+column), 1.14x at the smoothed LM's top-0.5 (23 million) and 0.93x at its top-0.9 (50
+million: one core already reads as fast as two here) scattered whole (their layouts now
+keep the mostly full columns as a ``CsrPanel``), and 0.60x for Bell 20,000 (100,000
 entries, 5 per column: zeroing and summing the threads' copies of the output costs more
 than the scatter saves)."""
 PARALLEL_DEPTH = 10
@@ -195,7 +233,12 @@ PARALLEL_DEPTH = 10
 def step_threads(layout) -> int:
     """The threads ``forward`` may give a step of ``layout``: numba's setting
     (``numba.get_num_threads()``, about 1 us to read) when its CSR part is large enough for the
-    parallel step (``PARALLEL_ENTRIES``), else 1."""
+    parallel step (``PARALLEL_ENTRIES``), else 1.
+
+    A ``CsrPanel`` scatters its rest on one thread: BLAS steps its panel on BLAS's threads,
+    which numba's OpenMP threads, spinning after a parallel region, would slow (measured on
+    the smoothed LM's top-0.9 rows: 16.0 ms a step with both on 2 threads, 9.0 with the
+    scatter on one and BLAS on two, 12.6 with both on one)."""
     if isinstance(layout, Structured):
         layout = layout.sparse
     elif isinstance(layout, LowRank):
@@ -323,6 +366,43 @@ def _csr_block_long(indptr, indices, data, block, out):
         _csr_block(indptr, indices, data, block, out)
 
 
+PANEL_GATHER = 16
+"""A panel step from a belief with fewer than one state in this many non-zero reads only
+those states' entries of each panel column; from a fuller belief, the whole panel by BLAS.
+Measured on the smoothed LM's top-0.5 panel (3,309 columns of 7,620 states, one thread):
+3.3 against 8.9 ms with 1/64 of the states non-zero, 6.2 against 8.4 at 1/32, 7.7 against 7.5
+at 1/16, 9.3 against 6.4 at 1/8."""
+
+
+@numba.njit(**JIT)
+def _add_panel(columns, panel, belief, out):
+    """``out[columns] += panel @ belief``: the dense columns of a ``CsrPanel`` step."""
+    part = np.empty(columns.size)
+    if PANEL_GATHER * _non_zero(belief) >= belief.size:
+        np.dot(panel, belief, part)
+    else:
+        states = np.flatnonzero(belief)
+        weights = belief[states]
+        for c in range(columns.size):
+            column, value = panel[c], 0.0
+            for k in range(states.size):
+                value += column[states[k]] * weights[k]
+            part[c] = value
+    for c in range(columns.size):
+        out[np.uintp(columns[c])] += part[c]
+
+
+@numba.njit(**JIT)
+def _add_panel_block(columns, panel, block, out):
+    """``out[columns] += panel @ block``: the dense columns of a ``CsrPanel`` block step."""
+    part = np.dot(panel, block)
+    width = block.shape[1]
+    for c in range(columns.size):
+        j = np.uintp(columns[c])
+        for b in range(width):
+            out[j, b] += part[c, b]
+
+
 @numba.njit(**JIT)
 def _add_rank_one_block(u, v, block, out):
     """``out += outer(v, u @ block)``: the rank-one part of a block step."""
@@ -354,6 +434,18 @@ def _advance_csr_entries(layout, belief, out, threads):
         return lambda layout, belief, out, threads: _scatter(
             layout.indptr, layout.indices, layout.data, layout.entry_rows, belief, out, threads
         )
+    return None
+
+
+@overload(advance, jit_options=JIT)
+def _advance_csr_panel(layout, belief, out, threads):
+    if _is(layout, CsrPanel):
+
+        def step(layout, belief, out, threads):
+            advance(layout.rest, belief, out, threads)
+            _add_panel(layout.columns, layout.panel, belief, out)
+
+        return step
     return None
 
 
@@ -395,6 +487,18 @@ def _advance_block_csr(layout, block, out):
         return lambda layout, block, out: step(
             layout.indptr, layout.indices, layout.data, block, out
         )
+    return None
+
+
+@overload(advance_block, jit_options=JIT)
+def _advance_block_csr_panel(layout, block, out):
+    if _is(layout, CsrPanel):
+
+        def step(layout, block, out):
+            advance_block(layout.rest, block, out)
+            _add_panel_block(layout.columns, layout.panel, block, out)
+
+        return step
     return None
 
 

@@ -171,7 +171,8 @@ def step_work(T, support: np.ndarray) -> int:
 @singledispatch
 def layout(T) -> tuple:
     """``T`` as the compiled forward recursion reads it: a layout of
-    ``pipeline.kernels.forward`` (``Dense``, ``CsrRows``, ``CsrEntries``, ``Structured``)."""
+    ``pipeline.kernels.forward`` (``Dense``, ``CsrRows``, ``CsrEntries``, ``CsrPanel``,
+    ``Structured``, ``LowRank``)."""
     raise TypeError(f"unsupported matrix type {type(T).__name__}")
 
 

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from pipeline import operators
 from pipeline.inference import filtering
 from pipeline.kernels import forward
+from pipeline.methods.topp import topp_hmm
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, mixing_rate_part, sparsity
 from pipeline.models import HMM, build_model, gamma_exact_max_states
 from pipeline.operators import LowRank, SparsePlusRankOne
@@ -330,3 +331,58 @@ def test_a_wide_batch_of_long_rows_takes_the_tiled_step_and_equals_the_dense_one
     dense = filtering(HMM(initial[0], S.toarray(), E), observations, initial=initial)
     np.testing.assert_allclose(sparse.beliefs, dense.beliefs, rtol=1e-10, atol=1e-15)
     np.testing.assert_allclose(sparse.log_evidence, dense.log_evidence, rtol=1e-12)
+
+
+def test_mostly_full_columns_are_stepped_as_a_dense_panel():
+    """Columns with at least 2/3 of their entries stored go into a dense panel (BLAS) when
+    they hold enough entries; the rest, empty rows included, is scattered. Every step, from
+    full, half-empty and nearly empty beliefs (the panel's gather path), one by one and in
+    batches, plain and under a rank-one part, with pruning and on two threads, must equal
+    the dense matrix's."""
+    rng = np.random.default_rng(11)
+    n = 400
+    dense = random_stochastic(rng, n, n, zeros=0.7)
+    full = rng.permutation(n)[:150]
+    dense[:, full] = rng.random((n, 150)) * (rng.random((n, 150)) < 0.9)
+    dense[[3, 70, 399]] = 0.0
+    dense[[3, 70, 399], 5] = 1.0
+    dense /= dense.sum(axis=1, keepdims=True)
+    S = sp.csr_array(dense)
+    counts = np.count_nonzero(dense, axis=0)
+    layout = operators.layout(S)
+    assert isinstance(layout, forward.CsrPanel) and layout.panel.flags.c_contiguous
+    np.testing.assert_array_equal(layout.columns, np.flatnonzero(3 * counts >= 2 * n))
+    assert set(full) <= set(layout.columns) and layout.rest.data.size > 0
+    bell = topp_hmm(build_model("bell", 800), 0.9).transition  # short rows: no full column
+    assert isinstance(operators.layout(bell), forward.CsrEntries)
+
+    out = np.empty(n)
+    for nonzero in (n, n // 2, n // 40):  # BLAS over the panel, then its gather path
+        belief = np.zeros(n)
+        belief[rng.permutation(n)[:nonzero]] = rng.random(nonzero)
+        forward.step(layout, belief, out, 1)
+        np.testing.assert_allclose(out, belief @ dense, rtol=1e-12, atol=1e-16)
+    block, out = rng.random((n, 6)), np.empty((n, 6))
+    forward.step_block(layout, block, out)
+    np.testing.assert_allclose(out, dense.T @ block, rtol=1e-12)
+
+    E = random_stochastic(rng, n, 7)
+    prior = rng.dirichlet(np.ones(n))
+    observations = rng.integers(-1, 7, size=(3, 20))
+    structured = SparsePlusRankOne(sp.csr_array(dense * 0.9), np.full(n, 0.1 / n), np.ones(n))
+    assert isinstance(operators.layout(structured).sparse, forward.CsrPanel)
+    before = numba.get_num_threads()
+    try:
+        for threads in {1, min(2, numba.config.NUMBA_NUM_THREADS)}:
+            numba.set_num_threads(threads)
+            assert forward.step_threads(layout) == 1  # BLAS's threads step the panel
+            for matrix in (S, structured):
+                reference = HMM(prior, operators.toarray(matrix), E)
+                for prune in (1.0, 0.7):
+                    for batch in (observations, observations[1]):
+                        a = filtering(HMM(prior, matrix, E), batch, prune=prune)
+                        b = filtering(reference, batch, prune=prune)
+                        np.testing.assert_allclose(a.beliefs, b.beliefs, atol=1e-12)
+                        np.testing.assert_allclose(a.log_evidence, b.log_evidence, rtol=1e-10)
+    finally:
+        numba.set_num_threads(before)
