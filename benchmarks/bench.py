@@ -39,7 +39,6 @@ from pathlib import Path
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from pipeline.hmmlm import evidence
@@ -49,7 +48,7 @@ from pipeline.kernels import forward
 from pipeline.methods import approximate
 from pipeline.metrics import minimal_mixing_rate, total_variation
 from pipeline.models import HMM, build_model
-from pipeline.operators import LowRank, SparsePlusRankOne, toarray
+from pipeline.operators import toarray
 from pipeline.sweep.provenance import blas, cpu, memory
 from pipeline.topp import topp_hmm, topp_matrix
 
@@ -102,17 +101,13 @@ def read_bandwidth() -> float:
 
 
 def step_bytes(hmm) -> int:
-    """Bytes one prediction step reads: the matrix (values, indices, factors), two vectors."""
-    T, n = hmm.transition, hmm.n_states
-    if isinstance(T, LowRank):
-        B = T.band
-        return T.left.nbytes + T.right.nbytes + B.data.nbytes + B.indices.nbytes + 4 * 8 * n
-    if isinstance(T, SparsePlusRankOne):
-        S = T.sparse
-        return S.data.nbytes + S.indices.nbytes + S.indptr.nbytes + 4 * 8 * n
-    if isinstance(T, sp.csr_array):
-        return T.data.nbytes + T.indices.nbytes + T.indptr.nbytes + 2 * 8 * n
-    return T.nbytes + 2 * 8 * n
+    """Bytes one prediction step reads: every array of the transition's layout (values,
+    indices, factors, a dense panel) and two vectors."""
+
+    def size(part) -> int:
+        return sum(size(p) for p in part) if isinstance(part, tuple) else part.nbytes
+
+    return size(hmm.transition_layout) + 2 * 8 * hmm.n_states
 
 
 def per_step(hmm, horizon: int, prune: float = 1.0) -> np.ndarray:

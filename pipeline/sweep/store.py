@@ -123,7 +123,11 @@ VARIABLES: dict[str, Variable] = {
         APPROX, "1", "numbers stored for the transition matrix the approximate run uses"
     ),
     "work": Variable(
-        CELL, "1", "multiply-adds of an approximate step, mean over steps (rows of non-zero states)"
+        CELL,
+        "1",
+        "multiply-adds of an approximate step over the stored entries of the rows of non-zero "
+        "states, mean over steps (a CSR layout that steps mostly full columns as a dense panel "
+        "also multiplies their zeros)",
     ),
     **_runtimes(),
     "repeats": Variable(CELL, "1", "interleaved exact/approximate run pairs timed"),
