@@ -278,8 +278,11 @@ def _scatter_parallel(indptr, indices, data, belief, out, threads):
 def _scatter(indptr, indices, data, entry_rows, belief, out, threads):
     """The CSR step: on ``threads`` threads for a large, deep step from a mostly non-zero
     belief (``PARALLEL_ENTRIES``, ``PARALLEL_DEPTH``), else row by row, or over the entries
-    for short rows (``entry_rows`` non-empty)."""
-    if (
+    for short rows (``entry_rows`` non-empty); an empty matrix (a low-rank fit without a
+    band) only zeroes ``out``, rather than visit its n empty rows (2-3 us at n = 1000)."""
+    if data.size == 0:
+        out[:] = 0.0
+    elif (
         threads > 1
         and data.size >= max(PARALLEL_ENTRIES, PARALLEL_DEPTH * out.size)
         and 2 * _non_zero(belief) >= belief.size
@@ -309,6 +312,8 @@ def _csr_block(indptr, indices, data, block, out):
     against 97 ms for the LM's top-0.5 rows and 16 members (scipy: 75 ms).
     """
     out[:, :] = 0.0
+    if data.size == 0:
+        return
     width = block.shape[1]
     for i in range(block.shape[0]):
         columns = indices[indptr[i] : indptr[i + 1]]

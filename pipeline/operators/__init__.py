@@ -3,7 +3,8 @@
 Formats, one module each:
 
 - ``dense``: ``numpy.ndarray`` (n, m);
-- ``csr``: ``scipy.sparse.csr_array`` (n, m), what top-p and top-k produce;
+- ``csr``: ``scipy.sparse.csr_array`` (n, m), what top-p and top-k produce (its step
+  scatters the entries, and keeps mostly full columns as a dense panel for BLAS);
 - ``structured``: ``SparsePlusRankOne``, ``S + outer(u, v)`` kept factored, for
   exact models of 10^5 to 10^6 states that are peaks on a flat background;
 - ``lowrank``: ``LowRank``, ``left @ right.T`` with an optional band kept exactly,
