@@ -384,8 +384,8 @@ def against_scipy() -> None:
                     threaded.append(one / np.median(per_step(top, 15)))
             row += f" | all threads {np.median(threaded):4.2f}x"
             print(row)
-        for p in (0.5, 0.9):
-            _panel_gain(p)
+            if isinstance(top.transition_layout, forward.CsrPanel):
+                _panel_gain(top, name)
     for key, (ratio, where) in slowest.items():
         target(
             f"our CSR step at least as fast as scipy's {key}, every shape",
@@ -394,17 +394,16 @@ def against_scipy() -> None:
         )
 
 
-def _panel_gain(p: float) -> None:
-    """Our step on the smoothed LM's top-``p`` rows (7620 states) as its layout takes it (the
-    mostly full columns as a dense panel, ``pipeline.operators.csr.PANEL_DENSITY``) against
-    the whole matrix scattered: the median ratio of 7 pairs side by side."""
-    top = topp_hmm(build_model("lm", 7620, structured=True), p)
+def _panel_gain(top: HMM, name: str) -> None:
+    """The step of ``top``'s CSR transitions as its layout takes it (the mostly full columns
+    as a dense panel, ``pipeline.operators.csr.PANEL_DENSITY``) against the whole matrix
+    scattered: the median ratio of 7 pairs side by side."""
     panel, T = top.transition_layout, top.transition
     scattered = forward.CsrRows(T.indptr, T.indices, T.data)
     rng = np.random.default_rng(2)
-    row = f"   lm n=7620 p={p:g}: {panel.columns.size} columns in the panel"
+    row = f"   {name}: {panel.columns.size} columns in the panel"
     for size in (None, 16, 64):
-        initial = rng.dirichlet(np.ones(7620), size=size)
+        initial = rng.dirichlet(np.ones(top.n_states), size=size)
         start = initial if size is None else np.ascontiguousarray(initial.T)
         steps = [_ours_alone(layout, start) for layout in (scattered, panel)]
         ratios = []

@@ -217,7 +217,7 @@ import scipy.sparse as sp
 from pipeline.inference import filtering
 from pipeline.models import HMM
 
-density = 0.02 if sys.argv[1] == "short rows" else 0.5
+density = {"short rows": 0.02, "long rows": 0.5, "full columns": 0.8}[sys.argv[1]]
 T = sp.random_array((300, 300), density=density, random_state=1, format="csr")
 T = T + sp.eye_array(300, format="csr")
 T = sp.csr_array(T / T.sum(axis=1)[:, None])
@@ -229,9 +229,10 @@ print(filtering(HMM(np.ones(300) / 300, T, E), np.arange(10) % 4).log_evidence)
 def test_fresh_processes_load_the_cached_recursions_of_every_csr_layout(tmp_path):
     """Each run is a new process over one fresh numba cache, as a user's scripts are: the
     compiled recursions that hold the parallel CSR step must load from the cache and run,
-    whichever layout (short rows, then long rows twice) a process meets first."""
+    whichever layout (short rows, then long rows twice, then mostly full columns, a dense
+    panel, twice) a process meets first."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    for rows in ("short rows", "long rows", "long rows"):
+    for rows in ("short rows", "long rows", "long rows", "full columns", "full columns"):
         run = subprocess.run(
             [sys.executable, "-c", RUN_ONE_MODEL, rows], env=env, capture_output=True, text=True
         )
