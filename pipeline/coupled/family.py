@@ -13,17 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.coupled.model import MAX_SET_SYMBOLS, OBSERVE, CoupledHMM
+from pipeline.models.family import ParameterError
 
 PRIOR, OWN, PAIR, EMISSION = 0, 1, 2, 3
 """Streams of the draws."""
-
-
-class ParameterError(ValueError):
-    """A one-line ``ValueError`` for a parameter ``build`` rejects; ``parameter`` names it."""
-
-    def __init__(self, parameter: str, message: str):
-        super().__init__(message)
-        self.parameter = parameter
 
 
 def check(

@@ -11,8 +11,10 @@ naming the allowed range, and a pure ``approximate(hmm, setting) -> Approximatio
   setting ``r``;
 - ``banded_lowrank``: the band ``|i - j| < 3`` kept exactly, the rest fitted at rank ``r``.
 
-A new method is one module here, registered in ``METHODS``, plus its tests;
-every method passes the contract suite of ``tests/methods``.
+A built-in method is one module here, registered in ``BUILTIN``, plus its tests;
+every method passes the contract suite of ``tests/methods``. Installed packages add
+methods with the same interface (``Method``) through the entry-point group
+``pipeline.methods`` (``pipeline.plugins``).
 
 >>> from pipeline.methods import approximate
 >>> from pipeline.models import build_model
@@ -23,27 +25,28 @@ every method passes the contract suite of ``tests/methods``.
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from pipeline.methods import banded_lowrank, lowrank, topk, topp, topp_states
-from pipeline.methods.base import Approximation
+from pipeline.methods.base import Approximation, Method
 from pipeline.models.hmm import HMM
+from pipeline.plugins import PluginError, Registry
 
-METHODS: dict[str, ModuleType] = {
+BUILTIN = {
     "topp": topp,
     "topk": topk,
     "topp_states": topp_states,
     "lowrank": lowrank,
     "banded_lowrank": banded_lowrank,
 }
-"""Method name (the ``method`` coordinate and ``grid.methods`` key) -> its module."""
+"""The built-in methods: name -> module."""
+
+METHODS = Registry("method", "pipeline.methods", BUILTIN)
+"""Method name (the ``method`` coordinate and ``grid.methods`` key) -> its ``Method``: the
+built-ins, then plug-ins (``pipeline.plugins``)."""
 
 
-def _method(method: str) -> ModuleType:
-    try:
-        return METHODS[method]
-    except KeyError:
-        raise ValueError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}") from None
+def _method(method: str) -> Method:
+    """The method of that name; ``ValueError`` naming the allowed ones, ``PluginError``."""
+    return METHODS.lookup(method)
 
 
 def check_setting(method: str, setting) -> None:
@@ -60,4 +63,4 @@ def approximate(hmm: HMM, method: str, setting) -> Approximation:
     return _method(method).approximate(hmm, setting)
 
 
-__all__ = ["METHODS", "Approximation", "approximate", "check_setting"]
+__all__ = ["METHODS", "Approximation", "Method", "PluginError", "approximate", "check_setting"]

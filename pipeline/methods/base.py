@@ -1,8 +1,9 @@
-"""What every approximation method returns: the ``Approximation`` of an exact model."""
+"""What an approximation method is (``Method``) and what it returns (``Approximation``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -55,3 +56,22 @@ class Approximation:
     def start_error(self) -> float:
         """The most TV the prior can carry into step 0: its own error plus the pruning's."""
         return self.prior_error + self.prune_error
+
+
+class Method(Protocol):
+    """An approximation method: every built-in method module has this interface, and so
+    does a plug-in method (entry-point group ``pipeline.methods``, see ``pipeline.plugins``).
+
+    - ``SETTING``: the name of the method's one number (``"p"`` for top-p, ``"k"`` for top-k);
+    - ``check(setting)``: raise a one-line ``TypeError`` or ``ValueError`` naming the allowed
+      range for a setting ``approximate`` rejects; cheap, before any model is built;
+    - ``approximate(hmm, setting) -> Approximation``: pure; the bounds a sweep stores come
+      from the ``Approximation``'s errors, so they hold for any method that fills them in
+      honestly (``row_error``: each row's ``TV(T_i, Q_i)``).
+    """
+
+    SETTING: str
+
+    def check(self, setting: float) -> None: ...
+
+    def approximate(self, hmm: HMM, setting: float) -> Approximation: ...

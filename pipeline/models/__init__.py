@@ -1,10 +1,10 @@
 """Model families (one module each) and the validated ``HMM`` container.
 
-Every family module has ``build(n_states, seed=0, **params) -> HMM`` and a
-cheap ``check(n_states, **params)`` that raises on values ``build`` rejects; a
-family whose model does not depend on the seed says so with ``SEEDED = False``, and one
-whose exact minimal mixing rate is feasible only for few states gives that limit as
-``GAMMA_EXACT_MAX_STATES``.
+Every family has the interface ``Family`` describes (``pipeline.models.family``):
+``build(n_states, seed=0, **params) -> HMM`` and optionally a cheap ``check``,
+``size``, ``SEEDED`` and ``GAMMA_EXACT_MAX_STATES``. ``FAMILIES`` holds the built-ins
+and the families installed packages add (entry-point group ``pipeline.families``,
+``pipeline.plugins``).
 
 >>> from pipeline.models import build_model
 >>> build_model("weather", 6).n_states
@@ -14,7 +14,6 @@ whose exact minimal mixing rate is feasible only for few states gives that limit
 from __future__ import annotations
 
 import inspect
-from types import ModuleType
 
 from pipeline.models import (
     banded_kernel,
@@ -28,9 +27,11 @@ from pipeline.models import (
     uniform,
     weather,
 )
+from pipeline.models.family import Family, ParameterError
 from pipeline.models.hmm import HMM
+from pipeline.plugins import PluginError, Registry
 
-FAMILIES: dict[str, ModuleType] = {
+BUILTIN = {
     "weather": weather,
     "uniform": uniform,
     "bell": bell,
@@ -42,16 +43,15 @@ FAMILIES: dict[str, ModuleType] = {
     "banded_kernel": banded_kernel,
     "hmmlm": hmmlm,
 }
-"""Family name -> its module."""
+"""The built-in families: name -> module."""
+
+FAMILIES = Registry("model family", "pipeline.families", BUILTIN)
+"""Family name -> its ``Family``: the built-ins, then plug-ins (``pipeline.plugins``)."""
 
 
-def _family(family: str) -> ModuleType:
-    try:
-        return FAMILIES[family]
-    except KeyError:
-        raise ValueError(
-            f"unknown model family {family!r}; allowed: {', '.join(FAMILIES)}"
-        ) from None
+def _family(family: str) -> Family:
+    """The family of that name; ``ValueError`` naming the allowed ones, ``PluginError``."""
+    return FAMILIES.lookup(family)
 
 
 def family_parameters(family: str) -> dict[str, object]:
@@ -75,8 +75,15 @@ def gamma_exact_max_states(family: str) -> float:
     return getattr(_family(family), "GAMMA_EXACT_MAX_STATES", float("inf"))
 
 
+def fixed_size(family: str, **params) -> int | None:
+    """The number of states ``params`` fix (a model read from a file: ``size``), else None."""
+    size = getattr(_family(family), "size", None)
+    return None if size is None else int(size(**params))
+
+
 def check_model(family: str, n_states: int, **params) -> None:
-    """Raise ``ValueError`` (or ``FileNotFoundError``) for arguments ``build_model`` rejects.
+    """Raise ``ParameterError`` naming the parameter at fault for arguments ``build_model``
+    rejects (a plug-in's own ``check`` may raise a plain ``ValueError``).
 
     Cheap: nothing is built and no corpus is read.
     """
@@ -84,13 +91,16 @@ def check_model(family: str, n_states: int, **params) -> None:
     allowed = family_parameters(family)
     unknown = sorted(set(params) - set(allowed))
     if unknown:
-        raise ValueError(
+        raise ParameterError(
+            unknown[0],
             f"unknown parameter {unknown[0]!r} for model family {family!r}; "
-            f"allowed: {', '.join(allowed) or 'none'}"
+            f"allowed: {', '.join(allowed) or 'none'}",
         )
     if isinstance(n_states, bool) or int(n_states) != n_states or n_states < 2:
-        raise ValueError(f"n_states must be an integer >= 2, got {n_states!r}")
-    module.check(int(n_states), **params)
+        raise ParameterError("n_states", f"n_states must be an integer >= 2, got {n_states!r}")
+    check = getattr(module, "check", None)
+    if check is not None:
+        check(int(n_states), **params)
 
 
 def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
@@ -112,9 +122,13 @@ def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
 __all__ = [
     "FAMILIES",
     "HMM",
+    "Family",
+    "ParameterError",
+    "PluginError",
     "build_model",
     "check_model",
     "family_parameters",
+    "fixed_size",
     "gamma_exact_max_states",
     "seeded",
 ]

@@ -1,0 +1,44 @@
+"""What a model family is: the ``Family`` interface and its ``ParameterError``.
+
+Every built-in family is a module with this interface, and so is a plug-in family
+(entry-point group ``pipeline.families``, see ``pipeline.plugins``).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from pipeline.models.hmm import HMM
+
+
+class ParameterError(ValueError):
+    """A parameter a family rejects: one line saying what is allowed; ``parameter`` names it
+    (``n_states`` or a keyword of ``build``), so a config layer can name the key at fault."""
+
+    def __init__(self, parameter: str, message: str):
+        super().__init__(message)
+        self.parameter = parameter
+
+
+class Family(Protocol):
+    """A model family: HMMs of any number of states, built deterministically from a seed.
+
+    Required:
+
+    - ``build(n_states, seed=0, **params) -> HMM``: the model; its parameters beyond
+      ``n_states`` and ``seed`` are keyword-only with defaults (they become the config keys
+      ``model.<family>.<param>``, typed by their annotations).
+
+    Optional (the default in brackets):
+
+    - ``check(n_states, **params)``: raise ``ParameterError`` (or ``ValueError``) for values
+      ``build`` rejects, cheaply, before any model is built [no check];
+    - ``size(**params) -> int``: the number of states the parameters fix, for a model read
+      from a file [any number];
+    - ``SEEDED``: whether models depend on ``seed`` [True]; one that does not is built once
+      for every seed of a sweep;
+    - ``GAMMA_EXACT_MAX_STATES``: the most states for which the exact minimal mixing rate
+      is affordable [no limit]; above it the Doeblin lower bound stands in.
+    """
+
+    def build(self, n_states: int, seed: int = 0, **params) -> HMM: ...
