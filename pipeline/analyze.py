@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from pipeline.analysis import analyze, default_output
-from pipeline.sweep.config import ConfigError
+from pipeline.results import StoreError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,13 +22,11 @@ def main(argv: list[str] | None = None) -> int:
         help="folder for the report and figures (default: <store folder>/<store name>_report)",
     )
     args = parser.parse_args(argv)
-    if not (args.store / "zarr.json").is_file():
-        parser.error(f"{args.store} is not a zarr store; give the path of a sweep's results")
     try:
-        report = analyze(args.store, args.out or default_output(args.store))
-    except ConfigError as error:
+        written = analyze(args.store, args.out or default_output(args.store))
+    except StoreError as error:
         parser.error(str(error))
-    print(f"report: {report}")
+    print(f"report: {written.report}")
     return 0
 
 

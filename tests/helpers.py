@@ -12,13 +12,11 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 import zarr
-from hydra import compose, initialize_config_dir
 
 from pipeline.methods.base import TOLERANCE
 from pipeline.models import HMM
 from pipeline.operators import LowRank, SparsePlusRankOne, entry_rows
-from pipeline.sweep.config import REPOSITORY, register
-from pipeline.sweep.main import replaceable
+from pipeline.sweep.config import compose
 
 # --- random models -------------------------------------------------------------------------
 
@@ -122,9 +120,7 @@ def brute_force_filter(prior, T, E, observations):
 
 def composed(*overrides):
     """The sweep's config composed by Hydra from the smoke experiment and ``overrides``."""
-    register()
-    with initialize_config_dir(config_dir=str(REPOSITORY / "conf"), version_base="1.3"):
-        return compose("config", overrides=replaceable(["experiment=smoke", *overrides]))
+    return compose(["experiment=smoke", *overrides])[0]
 
 
 # --- running the sweep and Dask processes for real -----------------------------------------

@@ -1,18 +1,20 @@
-"""Looking at a results Dataset: readings, figures, the paper comparison and the report.
+"""Looking at a results Dataset: figures and a Markdown report of any sweep's store.
 
-``analyze(store)`` (or ``python -m pipeline.analyze <store>``) writes PNG figures
-and a Markdown report next to any sweep's store; ``summary_table(ds)`` is the
-table the sweep prints at its end.
+``analyze(store_or_dataset)`` (or ``python -m pipeline.analyze <store>``) writes PNG
+figures and a report next to the store, by its kind (``report.REPORTS``): ``methods``
+(the approximation methods), ``training`` (HMM LMs) and ``coupled`` (weakly coupled
+HMMs), one module each. Shared by the methods report:
 
-- ``readings``: small readings shared by the rest (models, methods, medians, the
-  top-p payoff fit, the cost-accuracy points and their Pareto front);
+- ``readings``: small readings (labels, the top-p payoff fit, the cost-accuracy points
+  and their Pareto front);
 - ``figures``: one function per figure;
 - ``paper``: the top-p paper's published numbers against a run;
-- ``tables``: the sweep's summary table and the report's tables;
-- ``report``: the report's sections and ``analyze``.
+- ``tables``: the report's Markdown tables.
+
+Imports neither Hydra nor Dask's scheduler: what a store holds is ``pipeline.results``.
 """
 
+from pipeline.analysis.figures import Analysis
 from pipeline.analysis.report import analyze, default_output
-from pipeline.analysis.tables import summary_table
 
-__all__ = ["analyze", "default_output", "summary_table"]
+__all__ = ["Analysis", "analyze", "default_output"]

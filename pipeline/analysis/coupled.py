@@ -1,4 +1,4 @@
-"""Figures and report of a coupled sweep (``pipeline.sweep.coupled``, seed 001).
+"""Figures and report of a coupled sweep (weakly coupled HMMs, ``pipeline.sweep.kinds.coupled``).
 
 Accuracy of the structured mean field and the chain-wise Viterbi against the coupling
 ``eps``; cost per step of exact inference and of one mean-field sweep against chains and
@@ -14,8 +14,9 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from pipeline.analysis.figures import save
-from pipeline.analysis.readings import finite_median, run_lines
+from pipeline.analysis.figures import Analysis, save
+from pipeline.analysis.readings import run_lines
+from pipeline.results.base import finite_median
 
 ACCURACY = (
     ("tv_mean_field", "filtered TV, max over t"),
@@ -313,7 +314,7 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
     )
 
 
-def analyze(ds: xr.Dataset, store: Path, out: Path) -> Path:
+def analyze(ds: xr.Dataset, store: Path, out: Path) -> Analysis:
     """Write the figures and ``report.md`` of a coupled store to ``out``."""
     figures = {"accuracy.png": accuracy_figure(ds), "equal_runtime.png": equal_runtime_figure(ds)}
     if "coupled" in ds["model"].values and "chain" in ds["observe"].values:

@@ -9,6 +9,7 @@ matplotlib's object API (no pyplot state, no display needed).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib as mpl
 import numpy as np
@@ -20,12 +21,11 @@ from pipeline.analysis.readings import (
     COSTS,
     MODE_TITLES,
     label,
-    models,
     pareto,
     payoff,
     points,
-    variants,
 )
+from pipeline.results.methods import models, variants
 
 PANEL = (3.8, 3.0)  # inches per panel
 METHOD_STYLES = {
@@ -43,7 +43,7 @@ def styles(ds: xr.Dataset) -> dict[tuple[str, float], dict]:
     out = {}
     for method in dict.fromkeys(m for m, _ in found):
         settings = [s for m, s in found if m == method]
-        colours, marker = METHOD_STYLES.get(method, ("Purples", "D"))
+        colours, marker = METHOD_STYLES.get(method, ("Greys", "P"))
         shades = np.linspace(0.45, 0.95, len(settings)) if len(settings) > 1 else [0.75]
         for setting, shade in zip(settings, shades, strict=True):
             out[method, setting] = {"color": mpl.colormaps[colours](shade), "marker": marker}
@@ -278,11 +278,17 @@ def pareto_figure(ds: xr.Dataset, cost: str = "runtime") -> Figure:
     return figure
 
 
-def save(out: Path, figures: dict[str, Figure], report: str) -> Path:
-    """Write each figure to ``out/<name>`` as PNG and ``report`` to ``out/report.md``; return
-    the report's path."""
+class Analysis(NamedTuple):
+    """What ``analyze`` wrote: the Markdown report and its PNG figures."""
+
+    report: Path
+    figures: list[Path]
+
+
+def save(out: Path, figures: dict[str, Figure], report: str) -> Analysis:
+    """Write each figure to ``out/<name>`` as PNG and ``report`` to ``out/report.md``."""
     for name, figure in figures.items():
         figure.savefig(out / name, dpi=90)
     path = out / "report.md"
     path.write_text(report)
-    return path
+    return Analysis(path, [out / name for name in figures])

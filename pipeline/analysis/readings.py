@@ -7,6 +7,9 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
+from pipeline.results.base import finite_median
+from pipeline.results.methods import variants
+
 METHOD_TITLES = {
     "topp": "top-p",
     "topk": "top-k",
@@ -29,52 +32,9 @@ def run_lines(attrs: dict, threads: str) -> list[str]:
     ]
 
 
-def models(ds: xr.Dataset) -> list[tuple[str, int]]:
-    """The ``(family, n_states)`` pairs the run has, in coordinate order."""
-    exists = ds["in_grid"].any(("method", "setting"))
-    return [
-        (str(family), int(n))
-        for family in ds["family"].values
-        for n in ds["n_states"].values
-        if bool(exists.sel(family=family, n_states=n))
-    ]
-
-
-def variants(ds: xr.Dataset) -> list[tuple[str, float]]:
-    """The ``(method, setting)`` pairs the run has, in coordinate order."""
-    exists = ds["in_grid"].any(("family", "n_states"))
-    return [
-        (str(method), float(setting))
-        for method in ds["method"].values
-        for setting in ds["setting"].values
-        if bool(exists.sel({"method": method, "setting": setting}))
-    ]
-
-
-def cells(ds: xr.Dataset) -> list[dict]:
-    """Every (family, n_states, method, setting) the grid has, as a ``sel`` mapping."""
-    return [
-        {"family": family, "n_states": n, "method": method, "setting": setting}
-        for family, n in models(ds)
-        for method, setting in variants(ds)
-        if bool(
-            ds["in_grid"].sel(
-                {"family": family, "n_states": n, "method": method, "setting": setting}
-            )
-        )
-    ]
-
-
 def label(method: str, setting: float) -> str:
     """A method and its setting for legends and tables, e.g. ``top-p 0.9``, ``top-k 5``."""
     return f"{METHOD_TITLES.get(method, method)} {setting:g}"
-
-
-def finite_median(array) -> float:
-    """The median of the finite values (NaN marks cells not done); NaN if there are none."""
-    values = np.asarray(array, dtype=float)
-    values = values[np.isfinite(values)]
-    return float(np.median(values)) if values.size else float("nan")
 
 
 class Payoff(NamedTuple):

@@ -1,9 +1,4 @@
-"""The Markdown report of a results Dataset, with its figures, and ``analyze``.
-
-``analyze(store)`` (or ``python -m pipeline.analyze <store>``) writes PNG
-figures and a Markdown report next to any sweep's store; the tables come from
-``pipeline.analysis.tables``.
-"""
+"""``analyze``: any sweep's store to figures and a Markdown report, by the store's kind."""
 
 from __future__ import annotations
 
@@ -11,221 +6,12 @@ from pathlib import Path
 
 import xarray as xr
 
-from pipeline.analysis import coupled, training
-from pipeline.analysis.figures import (
-    pareto_figure,
-    payoff_figure,
-    runtime_figure,
-    save,
-    sparsity_speedup_figure,
-    tv_figure,
-)
-from pipeline.analysis.paper import compare
-from pipeline.analysis.readings import EXACT_TRANSITIONS, run_lines, variants
-from pipeline.analysis.tables import (
-    filtering_table,
-    front_table,
-    mixing_table,
-    paper_table,
-    payoff_table,
-    summary_table,
-)
-from pipeline.sweep.store import check_format
+from pipeline.analysis import coupled, methods, training
+from pipeline.analysis.figures import Analysis
+from pipeline.results import kind_of, open_results
 
-
-def _listed(coordinate: xr.DataArray) -> str:
-    return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in coordinate.values)
-
-
-def _methods(ds: xr.Dataset) -> str:
-    """``topp (0.5, 0.9); topk (5, 20)``: each method with its settings."""
-    found = variants(ds)
-    return "; ".join(
-        f"{method} ({', '.join(f'{s:g}' for m, s in found if m == method)})"
-        for method in dict.fromkeys(m for m, _ in found)
-    )
-
-
-def _paper_lines(ds: xr.Dataset) -> list[str]:
-    """The "Beside the paper" section: the table, or one line when nothing is comparable."""
-    rows = compare(ds)
-    if not rows:
-        return [
-            "This run has no counterpart in the paper: none of its cells is one of the "
-            "paper's models at the paper's size (Bell and Uniform with 800 states, the LM "
-            "with 7620) with top-p at p = 0.5, 0.7 or 0.9.",
-            "",
-        ]
-    matched = sum(r.status == "matches" for r in rows)
-    differing = sum(r.status == "differs" for r in rows)
-    return [
-        f"{len(rows)} of the paper's numbers have their setting in this run (the LM's once "
-        f"per reading of it): {matched} match, {differing} differ"
-        + (
-            f", {len(rows) - matched - differing} have no finished cell"
-            if matched + differing < len(rows)
-            else ""
-        )
-        + ".",
-        "",
-        paper_table(rows),
-        "",
-    ]
-
-
-COMPARISON = (
-    "Every (method, setting) of the run against exact inference, model by model: TV at the "
-    "last step against the measured runtime per step (medians over seeds), in "
-    "[pareto.png](pareto.png). A point is on the Pareto front when no other point is both "
-    "faster and more accurate; the front, read from the fastest point to exact inference, "
-    "names the most accurate method at each runtime. What each guarantees: {guarantees}. "
-    "With observations no bound holds for any."
-)
-
-GUARANTEES = {
-    "topp": "top-p bounds each row's error by 1 - p and the prediction error by (1 - p)/gamma "
-    "before anything is built",
-    "topk": "top-k guarantees nothing a priori (the mass beyond a row's k largest entries "
-    "depends on the row), its bounds use the measured row errors",
-    "topp_states": "top-p states (belief pruning) adds at most 1 - p per step and has the same "
-    "(1 - p)/gamma bound",
-    "lowrank": "low-rank (seed 002) guarantees nothing a priori either (a rank does not bound a "
-    "row's error), its bounds use the measured row errors",
-    "banded_lowrank": "banded low-rank (seed 002) guarantees nothing a priori either (nor does "
-    "the band), its bounds use the measured row errors",
-}
-"""What each method guarantees before anything is built, said of the methods a run has."""
-
-SIZE_COMPARISON = (
-    "The same against the memory of the approximation: TV at the last step against the "
-    "numbers its transition matrix stores ({stored}), in [pareto_size.png](pareto_size.png). "
-    "Exact inference stores the exact model and is left out{pruning}."
-)
-
-STORED = {
-    "topp": "CSR entries for top-p",
-    "topk": "CSR entries for top-k",
-    "lowrank": "(2n) r factors for low-rank",
-    "banded_lowrank": "(2n) r factors plus the band for banded low-rank",
-}
-"""What the transition matrix of each method that changes it stores (the others are
-``readings.EXACT_TRANSITIONS``)."""
-
-
-def _comparison_lines(ds: xr.Dataset) -> list[str]:
-    if len({m for m, _ in variants(ds)}) < 2:
-        return []
-    methods = list(dict.fromkeys(method for method, _ in variants(ds)))
-    pruning = EXACT_TRANSITIONS.intersection(methods)
-    return [
-        "## Which approximation pays",
-        "",
-        COMPARISON.format(guarantees="; ".join(GUARANTEES[m] for m in methods)),
-        "",
-        front_table(ds),
-        "",
-        SIZE_COMPARISON.format(
-            stored="; ".join(STORED[m] for m in methods if m not in pruning),
-            pruning=", as is belief pruning, which runs on it" if pruning else "",
-        ),
-        "",
-        front_table(ds, "stored"),
-        "",
-    ]
-
-
-def _filtering_lines(ds: xr.Dataset) -> list[str]:
-    table = filtering_table(ds)
-    if not table:
-        return []
-    return [
-        "## Where filtering goes wrong",
-        "",
-        "Models, methods and settings whose filtering error at the last step (median over "
-        "seeds) is above 0.2 and 3x their prediction error, with the store's readings of "
-        "why: `impossible_observations` (the share of observed symbols the approximate "
-        "emissions give probability 0 for the state that emitted them: the approximate "
-        "model rules out the truth), `zero_evidence` (observations impossible under the "
-        "whole approximate belief, skipped) and the prior's error `eps_start`. A method's "
-        "failure shows as impossible observations; a model's as neither.",
-        "",
-        table,
-        "",
-    ]
-
-
-def _payoff_lines(ds: xr.Dataset) -> list[str]:
-    if not any(m == "topp" for m, _ in variants(ds)):
-        return []
-    return [
-        "## When top-p pays",
-        "",
-        "Every done top-p cell's speedup against the fraction of transitions its matrix "
-        "keeps (1 - sparsity), fitted by least squares on the logarithms over all models and "
-        "p of this run. An exponent near -1 says top-p's runtime follows its stored entries; "
-        "the break-even kept fraction is where the fit crosses 1x within the kept fractions of "
-        "the run: top-p pays below it. "
-        "Per-step overheads make small models fall off the line. Where the exact reference "
-        "is structured rather than dense, its runtime too follows stored entries, and the "
-        "fit says little.",
-        "",
-        payoff_table(ds),
-        "",
-    ]
-
-
-def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
-    """The Markdown report of a run: machine, paper comparison, methods, gamma, summary, figures."""
-    attrs = ds.attrs
-    cells = int(ds["in_grid"].sum()) * ds.sizes["seed"] * ds.sizes["mode"]
-    failed = int(ds["failed"].sum())
-    lines = [
-        f"# Sweep report: {store}",
-        "",
-        *run_lines(
-            attrs,
-            f"BLAS fixed to {attrs.get('timing_blas_threads', '?')} thread(s) while timing",
-        ),
-        f"- grid: families {_listed(ds['family'])}; n_states {_listed(ds['n_states'])}; "
-        f"methods {_methods(ds)}; horizon {int(ds['t'].values[-1])}; "
-        f"seeds {_listed(ds['seed'])}; modes {_listed(ds['mode'])}",
-        f"- cells done: {int(ds['done'].sum())} of {cells}"
-        + (f"; {failed} failed" if failed else ""),
-        "",
-        "Speedup is the exact runtime over the approximate runtime of the whole horizon,",
-        "measured side by side in one task (median of per-repeat ratios). TV is measured at",
-        "the last step against exact inference; the bounds of Section 4 hold for prediction.",
-        "",
-        "## Beside the paper",
-        "",
-        *_paper_lines(ds),
-        *_comparison_lines(ds),
-        *_filtering_lines(ds),
-        *_payoff_lines(ds),
-        "## Minimal mixing rate",
-        "",
-        "Theorem 4.3 bounds the prediction error by max(eps_start, eps)/gamma, where eps is "
-        "the most TV one step of the approximation adds (at most 1 - p for top-p) and "
-        "eps_start its error at step 0; it says something only where that is below 1. Where "
-        "the exact pair search would cost too much, the Doeblin lower bound stands in for "
-        "gamma: every bound built on it still holds. The "
-        "online certificate (thick faint lines in the TV figure) bounds the prediction error "
-        "from each approximate run alone, using the error of every row it reads; it is never "
-        "looser than the recursion.",
-        "",
-        mixing_table(ds),
-        "",
-        "## Every model, method and setting",
-        "",
-        "```text",
-        summary_table(ds),
-        "```",
-        "",
-        "## Figures",
-        "",
-        *(f"![{name}]({name})\n" for name in figures),
-    ]
-    return "\n".join(lines)
+REPORTS = {"methods": methods.analyze, "training": training.analyze, "coupled": coupled.analyze}
+"""Sweep kind (a store's ``kind`` attribute) -> the function that writes its report."""
 
 
 def default_output(store: Path) -> Path:
@@ -234,29 +20,27 @@ def default_output(store: Path) -> Path:
     return store.parent / f"{store.stem}_report"
 
 
-def analyze(store, out=None) -> Path:
-    """Write the figures and the Markdown report of the store at ``store``; return the report.
+def _source(ds: xr.Dataset) -> Path | None:
+    """The store a Dataset was opened from (``pipeline.open_results`` records it)."""
+    source = ds.encoding.get("source")
+    return Path(source) if source else None
 
-    A training sweep's store gets its own figures and report (``pipeline.analysis.training``).
 
-    ``out`` defaults to ``default_output(store)``, a folder next to the store.
-    Raises ``ConfigError`` for a store of another layout.
+def analyze(results, out=None) -> Analysis:
+    """Write the figures and the Markdown report of a sweep's results; what it wrote.
+
+    ``results`` is a store's path or its Dataset (as ``pipeline.sweep.run`` or
+    ``pipeline.open_results`` return it). ``out`` defaults to a folder next to the store
+    (``default_output``); a Dataset with no store behind it needs one. Raises
+    ``StoreError`` (one line) where the path holds no results store this pipeline reads.
     """
-    store = Path(store)
-    ds = xr.open_zarr(store)
-    check_format(ds.attrs, store)
-    ds = ds.load()
-    out = Path(out) if out else default_output(store)
+    if isinstance(results, xr.Dataset):
+        ds, store = results, _source(results)
+        if out is None and store is None:
+            raise ValueError("out: this Dataset has no store behind it; give out=<folder>")
+    else:
+        store = Path(results)
+        ds = open_results(store)
+    out = Path(out) if out is not None else default_output(store)
     out.mkdir(parents=True, exist_ok=True)
-    if ds.attrs.get("kind") == "training":
-        return training.analyze(ds, store, out)
-    if ds.attrs.get("kind") == "coupled":
-        return coupled.analyze(ds, store, out)
-    figures = {"runtime.png": runtime_figure(ds), "tv.png": tv_figure(ds)}
-    if len({m for m, _ in variants(ds)}) > 1:
-        figures["pareto.png"] = pareto_figure(ds)
-        figures["pareto_size.png"] = pareto_figure(ds, "stored")
-    if any(m == "topp" for m, _ in variants(ds)):
-        figures["sparsity_speedup.png"] = sparsity_speedup_figure(ds)
-        figures["payoff.png"] = payoff_figure(ds)
-    return save(out, figures, report(ds, store, list(figures)))
+    return REPORTS[kind_of(ds.attrs)](ds.load(), store or out, out)

@@ -1,4 +1,4 @@
-"""The tables of a results Dataset: the sweep's summary and the report's Markdown tables.
+"""The Markdown tables of a methods sweep's report (the summary is ``pipeline.results.methods``).
 
 Each reads the Dataset only (medians over seeds of done cells) and returns text.
 """
@@ -16,69 +16,13 @@ from pipeline.analysis.readings import (
     COSTS,
     METHOD_TITLES,
     MODE_TITLES,
-    cells,
-    finite_median,
     label,
-    models,
     pareto,
     payoff,
     points,
-    variants,
 )
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join(lines)
-
-
-def summary_table(ds: xr.Dataset) -> str:
-    """Per model, method and setting: the speedup per mode, TV and its bound at the last step.
-
-    Speedup is exact over approximate runtime; TV and the recursive bound are
-    for prediction; each is the median over seeds of done cells.
-    """
-    last = ds.isel(t=-1).load()
-    modes = [str(m) for m in ds["mode"].values]
-    header = [
-        "family",
-        "n_states",
-        "method",
-        "setting",
-        *(f"speedup {m}" for m in modes),
-        "tv predict",
-        "bound",
-        "sparsity",
-        "done",
-    ]
-    rows = []
-    for where in cells(ds):
-        cell = last.sel(where)
-        done = cell["done"]
-        speedups = [
-            finite_median(cell["speedup"].sel(mode=m).where(done.sel(mode=m))) for m in modes
-        ]
-        tv = (
-            finite_median(cell["tv"].sel(mode="predict").where(done.sel(mode="predict")))
-            if "predict" in modes
-            else float("nan")
-        )
-        rows.append(
-            [
-                where["family"],
-                str(where["n_states"]),
-                where["method"],
-                f"{where['setting']:g}",
-                *(f"{s:.2f}x" for s in speedups),
-                f"{tv:.4f}",
-                f"{finite_median(cell['bound']):.4f}",
-                f"{finite_median(cell['sparsity']):.4f}",
-                f"{int(done.sum())}/{done.size}",
-            ]
-        )
-    return _table(header, rows)
+from pipeline.results.base import finite_median
+from pipeline.results.methods import cells, models, variants
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> str:

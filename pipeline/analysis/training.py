@@ -1,4 +1,4 @@
-"""Figures and report of a training sweep (``pipeline.sweep.training``, seed 002).
+"""Figures and report of a training sweep (HMM LMs, ``pipeline.sweep.kinds.training``).
 
 Perplexity against states per parameterisation, seconds per epoch against
 states, the convergence curves, and a table that puts every kernel beside the
@@ -13,8 +13,9 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from pipeline.analysis.figures import save
-from pipeline.analysis.readings import finite_median, run_lines
+from pipeline.analysis.figures import Analysis, save
+from pipeline.analysis.readings import run_lines
+from pipeline.results.base import finite_median
 
 
 def _final(ds: xr.Dataset, name: str) -> xr.DataArray:
@@ -117,7 +118,7 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
     )
 
 
-def analyze(ds: xr.Dataset, store: Path, out: Path) -> Path:
+def analyze(ds: xr.Dataset, store: Path, out: Path) -> Analysis:
     """Write the figures and ``report.md`` of a training store to ``out``."""
     figures = {
         "perplexity.png": _by_states(

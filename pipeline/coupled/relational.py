@@ -1,4 +1,4 @@
-"""Weakly coupled relational HMMs (seed 001), grounded from a YAML spec into a ``CoupledHMM``.
+"""Weakly coupled relational HMMs (Thon and Kersting), grounded from a spec into a ``CoupledHMM``.
 
 A spec (``conf/relational/string_quartet.yaml`` is a documented example) has
 
@@ -77,10 +77,8 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-import yaml
 
 from pipeline.coupled.model import CoupledHMM
 from pipeline.coupled.relational_parse import TOLERANCE, Program, Signature, Var, compile_spec, fail
@@ -100,14 +98,6 @@ class Grounded:
     chains: tuple
     states: tuple
     symbols: tuple
-
-
-def load(path: str | Path) -> dict:
-    """The spec in the YAML file ``path``."""
-    spec = yaml.safe_load(Path(path).read_text())
-    if not isinstance(spec, dict):
-        fail(f"{path}: a spec must be a YAML mapping")
-    return spec
 
 
 def ground(

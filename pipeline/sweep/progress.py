@@ -1,4 +1,4 @@
-"""Progress of a sweep: a bar on a terminal, plain periodic lines otherwise."""
+"""Progress of a sweep: a bar on a terminal or in a notebook, plain periodic lines otherwise."""
 
 from __future__ import annotations
 
@@ -6,6 +6,12 @@ import datetime
 import sys
 import time
 from typing import TextIO
+
+
+def _notebook(stream: TextIO) -> bool:
+    """Whether ``stream`` is a Jupyter kernel's output, which redraws a line on ``\\r``
+    (but shows terminal escape codes as they are)."""
+    return type(stream).__module__.startswith("ipykernel")
 
 
 class Progress:
@@ -19,7 +25,9 @@ class Progress:
         self.shown: tuple[int, int] | None = None  # the counts of the last line shown
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.interval = 0.2 if self.tty else interval
+        self.notebook = _notebook(self.stream)
+        self.bar = self.tty or self.notebook
+        self.interval = 0.2 if self.bar else interval
         self.start = self.last = time.monotonic()
 
     def advance(self, finished: int = 0, failed: int = 0) -> None:
@@ -41,11 +49,13 @@ class Progress:
 
     def _show(self) -> None:
         self.shown = (self.finished, self.failed)
-        if self.tty:
+        if self.bar:
             width = 30
             filled = int(width * (self.already + self.finished) / max(self.total, 1))
             bar = "#" * filled + "-" * (width - filled)
-            self.stream.write(f"\r[{bar}] {self.line()}\033[K")
+            # a terminal clears the rest of the line; a notebook pads it (no escape codes)
+            end = "\033[K" if self.tty else " " * 8
+            self.stream.write(f"\r[{bar}] {self.line()}{end}")
         else:
             self.stream.write(self.line() + "\n")
         self.stream.flush()
@@ -53,6 +63,6 @@ class Progress:
     def close(self) -> None:
         if self.shown != (self.finished, self.failed):
             self._show()
-        if self.tty:
+        if self.bar:
             self.stream.write("\n")
         self.stream.flush()

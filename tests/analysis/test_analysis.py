@@ -1,3 +1,5 @@
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -7,14 +9,15 @@ import zarr
 from matplotlib.image import imread
 from omegaconf import OmegaConf
 
-from pipeline.analysis import analyze, report, summary_table
+from pipeline.analysis import analyze, methods
 from pipeline.analysis.paper import CLAIMS, PAPER_SIZES, READINGS, compare
 from pipeline.analysis.readings import EXACT_TRANSITIONS, Point, pareto, payoff, points
 from pipeline.analysis.tables import filtering_table, front_table, mixing_table, payoff_table
 from pipeline.analyze import main
-from pipeline.methods import METHODS
-from pipeline.sweep.grid import Grid
-from pipeline.sweep.store import _template
+from pipeline.methods import BUILTIN
+from pipeline.results.methods import SCHEMA, summary
+from pipeline.sweep.kinds.methods.grid import MethodsGrid
+from pipeline.sweep.store import template
 
 from helpers import composed
 
@@ -29,9 +32,10 @@ FIGURES = (
 
 
 def test_analysis_of_a_smoke_store(smoke, tmp_path):
-    report = analyze(smoke[0], tmp_path / "out")
-    assert report == tmp_path / "out" / "report.md"
-    text = report.read_text()
+    written = analyze(smoke[0], tmp_path / "out")
+    assert written.report == tmp_path / "out" / "report.md"
+    assert all(figure.is_file() for figure in written.figures)
+    text = written.report.read_text()
     for name in FIGURES:
         image = imread(tmp_path / "out" / name)
         assert image.shape[0] > 200 and image.shape[1] > 400
@@ -54,7 +58,26 @@ def test_command_line(smoke, tmp_path, capsys):
     assert "report:" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing.zarr")])
+    assert "missing.zarr does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(tmp_path)])
     assert "is not a zarr store" in capsys.readouterr().err
+    foreign = tmp_path / "foreign.zarr"
+    zarr.open_group(foreign, mode="w").create_array("x", shape=(2,), dtype="f8")
+    with pytest.raises(SystemExit):
+        main([str(foreign)])
+    assert "is a zarr store but not a results store" in capsys.readouterr().err
+
+
+def test_reading_results_imports_neither_hydra_nor_the_sweep():
+    code = (
+        "import sys, pipeline.analysis, pipeline.results, pipeline.analyze\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'hydra'"
+        " or m.startswith('pipeline.sweep') or m == 'distributed')\n"
+        "print(loaded)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_a_store_of_the_old_layout_is_refused(smoke, tmp_path, capsys):
@@ -78,9 +101,9 @@ def paper_dataset(changes=None, *overrides):
     ``changes`` maps (quantity, run family, p, mode) to another value.
     """
     cfg = composed("experiment=paper", *overrides)
-    grid = Grid.from_config(cfg)
+    grid = MethodsGrid.from_config(cfg)
     attrs = {"workers": 3, "cpu": "Some CPU, 4 cores", "config": OmegaConf.to_yaml(cfg)}
-    ds, _ = _template(grid, attrs)
+    ds, _ = template(SCHEMA, grid, attrs)
     ds["done"][:] = True
     ds["gamma"][:] = 0.1
     readings = [
@@ -166,7 +189,7 @@ def test_only_cells_in_the_papers_setting_are_compared():
 def test_tables_name_every_model(smoke):
     ds = xr.open_zarr(smoke[0]).load()
     assert mixing_table(ds).count("| bell, n=") == 2
-    assert len(summary_table(ds).splitlines()) == 1 + 3 * 2 * 4
+    assert len(summary(ds).splitlines()) == 1 + 3 * 2 * 4
 
 
 def test_payoff_recovers_a_known_law():
@@ -221,7 +244,7 @@ def comparison_dataset(extra=None):
     for method, setting in values:
         methods.setdefault(method, []).append(setting)
     listed = ",".join(f"{m}:[{','.join(f'{s:g}' for s in v)}]" for m, v in methods.items())
-    grid = Grid.from_config(
+    grid = MethodsGrid.from_config(
         composed(
             "grid.families=[bell]",
             "grid.n_states=[20]",
@@ -229,7 +252,7 @@ def comparison_dataset(extra=None):
             "grid.modes=[predict]",
         )
     )
-    ds, _ = _template(grid, {})
+    ds, _ = template(SCHEMA, grid, {})
     ds["done"][:] = True
     for (method, setting), (runtime, tv, stored) in values.items():
         where = {"method": method, "setting": setting}
@@ -271,32 +294,32 @@ def test_belief_pruning_is_on_the_runtime_front_but_not_on_the_size_front():
 
 
 def test_the_report_can_speak_of_every_method():
-    assert set(report.GUARANTEES) == set(METHODS)
-    assert set(report.STORED) | EXACT_TRANSITIONS == set(METHODS)
-    assert not set(report.STORED) & EXACT_TRANSITIONS
+    assert set(methods.GUARANTEES) == set(BUILTIN)
+    assert set(methods.STORED) | EXACT_TRANSITIONS == set(BUILTIN)
+    assert not set(methods.STORED) & EXACT_TRANSITIONS
 
 
 def test_the_comparison_says_what_the_runs_methods_guarantee():
-    lines = "\n".join(report._comparison_lines(comparison_dataset()))
+    lines = "\n".join(methods._comparison_lines(comparison_dataset()))
     assert "top-p bounds each row's error by 1 - p" in lines and "top-k guarantees" in lines
     assert "low-rank" not in lines and "belief pruning" not in lines
     assert "(CSR entries for top-p; CSR entries for top-k)" in lines
     lines = "\n".join(
-        report._comparison_lines(comparison_dataset({("lowrank", 2.0): (1e-6, 0.2, 80)}))
+        methods._comparison_lines(comparison_dataset({("lowrank", 2.0): (1e-6, 0.2, 80)}))
     )
-    assert "low-rank (seed 002) guarantees nothing a priori" in lines
+    assert "low-rank (the kernel HMMs' factored transitions) guarantees nothing a priori" in lines
     assert "(2n) r factors for low-rank" in lines
     lines = "\n".join(
-        report._comparison_lines(comparison_dataset({("topp_states", 0.9): (4e-6, 0.01, 10)}))
+        methods._comparison_lines(comparison_dataset({("topp_states", 0.9): (4e-6, 0.01, 10)}))
     )
     assert "is left out, as is belief pruning, which runs on it." in lines
 
 
 def test_filtering_failures_are_explained_from_the_store():
-    grid = Grid.from_config(
+    grid = MethodsGrid.from_config(
         composed("grid.families=[bell]", "grid.n_states=[20]", "grid.methods={topp:[0.5,0.9]}")
     )
-    ds, _ = _template(grid, {})
+    ds, _ = template(SCHEMA, grid, {})
     ds["done"][:] = True
     ds["tv"].loc[{"mode": "predict"}] = 0.05
     ds["tv"].loc[{"mode": "filter"}] = 0.1

@@ -21,9 +21,9 @@ from pipeline.sweep.cluster import (
     jobqueue_options,
     tls,
 )
-from pipeline.sweep.config import (
+from pipeline.sweep.config import ConfigError
+from pipeline.sweep.config.clusters import (
     AddressClusterConfig,
-    ConfigError,
     JobqueueClusterConfig,
     LocalClusterConfig,
     SecurityConfig,

@@ -7,7 +7,8 @@ from conftest import assert_same_results, jobqueue_entry, run_sweep, start_sweep
 from omegaconf import OmegaConf
 
 from pipeline.sweep.cluster import connect
-from pipeline.sweep.config import ConfigError, JobqueueClusterConfig
+from pipeline.sweep.config import ConfigError
+from pipeline.sweep.config.clusters import JobqueueClusterConfig
 
 from helpers import done_count, kill_group, wait_for
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.coupled.relational import ground, load
+from pipeline.coupled.relational import ground
 
 QUARTET = Path(__file__).resolve().parents[2] / "conf" / "relational" / "string_quartet.yaml"
 
@@ -283,7 +283,7 @@ def test_a_reduced_domain_must_use_the_specs_constants_and_may_leave_rules_dead(
 
 
 def test_the_string_quartet_grounds_at_full_size():
-    grounded = ground(load(QUARTET))
+    grounded = ground(yaml.safe_load(QUARTET.read_text()))
     model = grounded.model
     assert grounded.chains == ("basso", "tenor", "alto", "soprano")
     assert model.sizes == (48,) * 4 and model.symbols == (12,) * 4
@@ -315,7 +315,7 @@ def test_the_string_quartet_grounds_at_full_size():
     ],
 )
 def test_the_string_quartet_on_a_reduced_domain_builds_its_joint_hmm(domain, n_joint):
-    model = ground(load(QUARTET), domain=domain).model
+    model = ground(yaml.safe_load(QUARTET.read_text()), domain=domain).model
     assert model.n_joint == n_joint
     hmm = model.joint()
     assert hmm.transition.shape == (n_joint, n_joint)

@@ -18,8 +18,8 @@ from pipeline.methods import METHODS, approximate, check_setting
 from pipeline.metrics import total_variation
 from pipeline.models import build_model
 from pipeline.operators import toarray
-from pipeline.sweep import plan, tasks
-from pipeline.sweep.grid import Cell
+from pipeline.sweep.kinds.methods import plan, tasks
+from pipeline.sweep.kinds.methods.grid import Cell
 
 from helpers import random_hmm
 

@@ -1,7 +1,7 @@
 """Every invalid configuration: a one-line error naming the key, before any work starts.
 
 Most cases run the sweep's own checks in this process (``replaceable``,
-``_check_overrides`` and ``validate``, in the order ``main`` runs them); a few
+``check_overrides`` and ``validate``, in the order ``main`` runs them); a few
 run the command end to end to show what the user sees.
 """
 
@@ -12,16 +12,10 @@ import sys
 import pytest
 
 from pipeline.sweep.cluster import connect
-from pipeline.sweep.config import (
-    CLUSTER_KINDS,
-    REPOSITORY,
-    ConfigError,
-    SecurityConfig,
-    load_clusters,
-    register,
-    validate,
-)
-from pipeline.sweep.main import _check_overrides, replaceable
+from pipeline.sweep.config import REPOSITORY, ConfigError, register
+from pipeline.sweep.config.clusters import CLUSTER_KINDS, SecurityConfig, load_clusters
+from pipeline.sweep.kinds import validate
+from pipeline.sweep.main import check_overrides
 
 from helpers import TINY, composed, sweep
 
@@ -159,8 +153,7 @@ def first_error(*overrides: str) -> str | None:
     """The message ``python -m pipeline.sweep experiment=smoke <overrides>`` stops with."""
     try:
         register()
-        arguments = replaceable(["experiment=smoke", *overrides])
-        problem = _check_overrides(arguments)
+        problem = check_overrides(["experiment=smoke", *overrides])
         if problem:
             return problem
         validate(composed(*overrides))

@@ -8,8 +8,9 @@ from matplotlib.image import imread
 from pipeline.analysis import analyze
 from pipeline.coupled import exact
 from pipeline.coupled.family import build
-from pipeline.sweep.config import ConfigError, validate
-from pipeline.sweep.coupled import CoupledCell, CoupledGrid, coupled_cell
+from pipeline.sweep.config import ConfigError
+from pipeline.sweep.kinds import coupled, validate
+from pipeline.sweep.kinds.coupled import CoupledCell, coupled_cell
 
 from helpers import composed, sweep
 
@@ -115,7 +116,7 @@ def test_a_relational_domain_twice_is_a_one_line_error():
 
 
 def test_grid_of_the_experiment():
-    grid = CoupledGrid.from_config(composed("experiment=coupled"))
+    grid = coupled.grid(composed("experiment=coupled"))
     assert grid.models == ("coupled", "string_quartet")
     assert grid.shapes["string_quartet"] == ((2, 12), (3, 12), (4, 4), (4, 48))
     assert (
@@ -123,7 +124,7 @@ def test_grid_of_the_experiment():
         and 48 in grid.n_states
         and grid.observed("string_quartet") == ("chain",)
     )
-    in_grid = grid.in_grid
+    in_grid = grid.in_grid(coupled.SCHEMA.in_grid_dims)
     assert in_grid.shape == (2, 3, len(grid.n_states), 2)
     assert in_grid.sum() == 12 * 2 + 4  # the family's 12 shapes with both observations, 4 specs
     assert len(grid.cells()) == in_grid.sum() * len(grid.eps) * len(grid.seeds)
@@ -133,7 +134,7 @@ def test_grid_of_the_experiment():
 
 def test_a_cell_compares_every_method_against_exact():
     cfg = composed("experiment=coupled_smoke", "coupled.horizon=12")
-    grid = CoupledGrid.from_config(cfg)
+    grid = coupled.grid(cfg)
     values = coupled_cell(
         CoupledCell("coupled", 2, 3, 0.3, 0, "chain"), grid.domains, grid.settings
     ).values()
@@ -154,7 +155,7 @@ def test_a_cell_compares_every_method_against_exact():
 
 def test_without_exact_the_full_quartet_still_checks_its_answers():
     cfg = composed("experiment=coupled", "coupled.horizon=6", "coupled.repeats=1")
-    grid = CoupledGrid.from_config(cfg)
+    grid = coupled.grid(cfg)
     values = coupled_cell(
         CoupledCell("string_quartet", 4, 48, 0.2, 0, "chain"), grid.domains, grid.settings
     ).values()
@@ -198,7 +199,7 @@ def test_coupled_smoke_runs_resumes_and_reports(tmp_path):
     assert float(ds["tv_mean_field"].sel(eps=0.3).max()) > 1e-4
     again = sweep(*SMOKE, cwd=tmp_path)
     assert again.returncode == 0 and "0 cells to compute, 8 already done" in again.stderr
-    report = analyze(path, tmp_path / "report").read_text()
+    report = analyze(path, tmp_path / "report").report.read_text()
     assert "| coupled | 3 | 3 | set | 27 |" in report
     for name in ("accuracy.png", "equal_runtime.png", "cost.png"):
         assert f"![{name}]({name})" in report

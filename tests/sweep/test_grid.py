@@ -1,27 +1,41 @@
 import numpy as np
 import pytest
 
-from pipeline.sweep.grid import DIMS, Cell, Grid
+from pipeline.results.methods import DIMS
+from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 
 from helpers import composed
 
+IN_GRID = ("family", "n_states", "method", "setting")
+
 
 def test_full_product():
-    grid = Grid.from_config(composed("grid.p=[0.5,0.9]"))
-    assert grid.in_grid.all()
+    grid = MethodsGrid.from_config(composed("grid.p=[0.5,0.9]"))
+    assert grid.in_grid(IN_GRID).all()
     cells = grid.cells()
     assert len(cells) == 3 * 2 * 2 * 2 * 2
     assert len(set(cells)) == len(cells)
     coords = grid.coords()
     assert list(coords) == [*DIMS, "t"]
     assert coords["t"].tolist() == list(range(11))
+    assert MethodsGrid.Cell._fields == DIMS
+    dtypes = {dim: coords[dim].dtype.str for dim in coords}
+    assert dtypes == {
+        "family": "|O",
+        "n_states": "<i8",
+        "method": "|O",
+        "setting": "<f8",
+        "seed": "<i8",
+        "mode": "|O",
+        "t": "<i8",
+    }
     for cell in cells:
         index = grid.index(cell)
         assert tuple(coords[d][i] for d, i in zip(DIMS, index, strict=True)) == tuple(cell)
 
 
 def test_sizes_per_family_and_settings_per_method_are_not_a_product():
-    grid = Grid.from_config(
+    grid = MethodsGrid.from_config(
         composed(
             "grid.families=[bell,lm]",
             "grid.n_states={bell:[20,40],lm:[30]}",
@@ -30,10 +44,10 @@ def test_sizes_per_family_and_settings_per_method_are_not_a_product():
     )
     assert grid.n_states == (20, 30, 40) and grid.setting == (0.5, 0.9, 5.0)
     assert grid.methods == ("topp", "topk")
-    np.testing.assert_array_equal(
-        grid.in_grid[:, :, 0, 0], [[True, False, True], [False, True, False]]
-    )
-    np.testing.assert_array_equal(grid.in_grid[0, 0], [[True, True, False], [False, False, True]])
+    in_grid = grid.in_grid(IN_GRID)
+    np.testing.assert_array_equal(in_grid[:, :, 0, 0], [[True, False, True], [False, True, False]])
+    np.testing.assert_array_equal(in_grid[0, 0], [[True, True, False], [False, False, True]])
+    np.testing.assert_array_equal(grid.in_grid(("n_states",)), [True, True, True])
     cells = grid.cells()
     assert {c.n_states for c in cells if c.family == "lm"} == {30}
     assert {(c.method, c.setting) for c in cells} == {("topp", 0.5), ("topp", 0.9), ("topk", 5.0)}
@@ -41,19 +55,24 @@ def test_sizes_per_family_and_settings_per_method_are_not_a_product():
 
 
 def test_fingerprint_tracks_values_that_change_results():
-    base = Grid.from_config(composed()).fingerprint()
-    assert Grid.from_config(composed()).fingerprint() == base
-    assert Grid.from_config(composed("grid.horizon=11")).fingerprint() != base
-    assert Grid.from_config(composed("model.dirichlet.alpha=0.5")).fingerprint() != base
-    assert Grid.from_config(composed("timing.repeats=5")).fingerprint() == base
-    shorthand = Grid.from_config(composed("grid.p=[0.5,0.9]")).fingerprint()
-    assert shorthand == Grid.from_config(composed("grid.methods={topp:[0.5,0.9]}")).fingerprint()
+    base = MethodsGrid.from_config(composed()).fingerprint()
+    assert MethodsGrid.from_config(composed()).fingerprint() == base
+    assert MethodsGrid.from_config(composed("grid.horizon=11")).fingerprint() != base
+    assert MethodsGrid.from_config(composed("model.dirichlet.alpha=0.5")).fingerprint() != base
+    assert MethodsGrid.from_config(composed("timing.repeats=5")).fingerprint() == base
+    shorthand = MethodsGrid.from_config(composed("grid.p=[0.5,0.9]")).fingerprint()
+    assert (
+        shorthand
+        == MethodsGrid.from_config(composed("grid.methods={topp:[0.5,0.9]}")).fingerprint()
+    )
     one = composed("grid.methods={topp:[0.5],topk:[2]}")
     other = composed("grid.methods={topk:[2],topp:[0.5]}")
     # The order of the methods is the order of the coordinate: it must tell the stores apart.
-    assert Grid.from_config(one).fingerprint() != Grid.from_config(other).fingerprint()
+    assert (
+        MethodsGrid.from_config(one).fingerprint() != MethodsGrid.from_config(other).fingerprint()
+    )
 
 
 def test_a_cell_outside_the_grid_has_no_index():
     with pytest.raises(ValueError):
-        Grid.from_config(composed()).index(Cell("bell", 21, "topp", 0.5, 0, "predict"))
+        MethodsGrid.from_config(composed()).index(Cell("bell", 21, "topp", 0.5, 0, "predict"))

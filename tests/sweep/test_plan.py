@@ -8,8 +8,8 @@ from pipeline.inference import filtering
 from pipeline.methods import approximate
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_variation
 from pipeline.operators import toarray
-from pipeline.sweep import plan, tasks
-from pipeline.sweep.grid import Cell, Grid
+from pipeline.sweep.kinds.methods import plan, tasks
+from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 
 from helpers import composed
 
@@ -100,14 +100,14 @@ def test_without_an_exact_reference_only_the_approximation_is_timed(model):
 
 def test_one_model_serves_every_seed_of_a_family_that_ignores_it():
     cells = [Cell("uniform", 30, "topp", 0.9, seed, "filter") for seed in (0, 1, 2)]
-    groups = plan.by_model(Grid.from_config(composed()), cells)
+    groups = plan.by_model(MethodsGrid.from_config(composed()), cells)
     assert [(spec.seed, len(group)) for spec, group in groups] == [(0, 3)]
     spec, group = groups[0]
     graph = dict(dask.delayed(list(plan.model_plan(spec, group, SETTINGS).values())).dask)
     names = [str(key).split("-")[0] for key in graph]
     assert names.count("model") == 1 and names.count("exact") == 3  # one reference per seed
     seeded_cells = [Cell("bell", 30, "topp", 0.9, seed, "filter") for seed in (0, 1)]
-    assert len(plan.by_model(Grid.from_config(composed()), seeded_cells)) == 2
+    assert len(plan.by_model(MethodsGrid.from_config(composed()), seeded_cells)) == 2
 
 
 def test_impossible_observations_are_those_the_approximate_emissions_drop(model):

@@ -3,9 +3,10 @@ import pytest
 import xarray as xr
 import zarr
 
+from pipeline.results.methods import DIMS, SCHEMA, VARIABLES
 from pipeline.sweep.config import ConfigError
-from pipeline.sweep.grid import DIMS, Grid
-from pipeline.sweep.store import VARIABLES, ResultStore
+from pipeline.sweep.kinds.methods.grid import MethodsGrid
+from pipeline.sweep.store import ResultStore
 
 from helpers import composed
 
@@ -13,7 +14,7 @@ from helpers import composed
 @pytest.fixture
 def grid():
     """Not a product: methods with different settings, families with different sizes."""
-    return Grid.from_config(
+    return MethodsGrid.from_config(
         composed(
             "grid.n_states={bell:[20,40],uniform:[20],dirichlet:[40]}",
             "grid.methods={topp:[0.5,0.9],topk:[3]}",
@@ -40,7 +41,7 @@ def fake_values(cell, grid):
 
 def test_round_trip_with_plain_xarray(tmp_path, grid):
     path = tmp_path / "r.zarr"
-    store = ResultStore.open(path, grid, {"note": "test"})
+    store = ResultStore.open(path, SCHEMA, grid, {"note": "test"})
     cells = grid.cells()
     for cell in cells[:-1]:
         store.record(cell, fake_values(cell, grid))
@@ -78,12 +79,12 @@ def test_round_trip_with_plain_xarray(tmp_path, grid):
 
 def test_resume_reads_back_and_skips_done_cells(tmp_path, grid):
     path = tmp_path / "r.zarr"
-    store = ResultStore.open(path, grid, {})
+    store = ResultStore.open(path, SCHEMA, grid, {})
     first = grid.cells()[:7]
     for cell in first:
         store.record(cell, fake_values(cell, grid))
     store.flush()
-    resumed = ResultStore.open(path, grid, {})
+    resumed = ResultStore.open(path, SCHEMA, grid, {})
     assert resumed.n_done == 7
     todo = resumed.todo()
     assert len(todo) == len(grid.cells()) - 7 and not set(todo) & set(first)
@@ -92,20 +93,20 @@ def test_resume_reads_back_and_skips_done_cells(tmp_path, grid):
 
 def test_unflushed_records_are_not_in_the_store(tmp_path, grid):
     path = tmp_path / "r.zarr"
-    store = ResultStore.open(path, grid, {})
+    store = ResultStore.open(path, SCHEMA, grid, {})
     store.record(grid.cells()[0], fake_values(grid.cells()[0], grid))
     assert int(xr.open_zarr(path).done.sum()) == 0
-    assert ResultStore.open(path, grid, {}).n_done == 0
+    assert ResultStore.open(path, SCHEMA, grid, {}).n_done == 0
 
 
 def test_a_different_grid_is_refused_or_replaced(tmp_path, grid):
     path = tmp_path / "r.zarr"
-    ResultStore.open(path, grid, {})
-    other = Grid.from_config(composed("grid.methods={topp:[0.5,0.7]}"))
+    ResultStore.open(path, SCHEMA, grid, {})
+    other = MethodsGrid.from_config(composed("grid.methods={topp:[0.5,0.7]}"))
     with pytest.raises(ConfigError, match=r"store: .* holds a different sweep: methods is "):
-        ResultStore.check(path, other)
-    assert not ResultStore.check(path, other, overwrite=True)
-    replaced = ResultStore.open(path, other, {}, overwrite=True)
+        ResultStore.check(path, SCHEMA, other)
+    assert not ResultStore.check(path, SCHEMA, other, overwrite=True)
+    replaced = ResultStore.open(path, SCHEMA, other, {}, overwrite=True)
     assert replaced.n_done == 0
     assert xr.open_zarr(path).setting.values.tolist() == [0.5, 0.7]
 
@@ -113,14 +114,14 @@ def test_a_different_grid_is_refused_or_replaced(tmp_path, grid):
 def test_something_else_at_the_path_is_refused(tmp_path, grid):
     (tmp_path / "not_a_store").mkdir()
     with pytest.raises(ConfigError, match="not a results store"):
-        ResultStore.check(tmp_path / "not_a_store", grid)
+        ResultStore.check(tmp_path / "not_a_store", SCHEMA, grid)
 
 
 def test_a_store_of_the_old_layout_is_refused_never_misread(tmp_path, grid):
     path = tmp_path / "old.zarr"
-    ResultStore.open(path, grid, {})
+    ResultStore.open(path, SCHEMA, grid, {})
     group = zarr.open_group(path, mode="r+", use_consolidated=False)
     del group.attrs["format"]  # what every store written before the methods layer lacks
     with pytest.raises(ConfigError, match=r"old.zarr has layout 1, this pipeline reads layout 2"):
-        ResultStore.check(path, grid)
-    assert not ResultStore.check(path, grid, overwrite=True)
+        ResultStore.check(path, SCHEMA, grid)
+    assert not ResultStore.check(path, SCHEMA, grid, overwrite=True)

@@ -9,7 +9,7 @@ from pipeline.methods.topk import topk_hmm
 from pipeline.methods.topp import topp_hmm
 from pipeline.metrics import minimal_mixing_rate, sparsity, total_variation
 from pipeline.models import build_model
-from pipeline.sweep.tasks import observations
+from pipeline.sweep.kinds.methods.tasks import observations
 
 from helpers import TINY, sweep
 

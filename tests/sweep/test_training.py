@@ -11,8 +11,9 @@ from pipeline.hmmlm.saved import load
 from pipeline.methods import approximate
 from pipeline.models import build_model
 from pipeline.operators import LowRank, toarray
-from pipeline.sweep.config import ConfigError, validate
-from pipeline.sweep.training import TrainingCell, TrainingGrid, model_file, train_cell
+from pipeline.sweep.config import ConfigError
+from pipeline.sweep.kinds import training, validate
+from pipeline.sweep.kinds.training import TrainingCell, model_file, train_cell
 
 from helpers import composed, sweep
 
@@ -50,7 +51,7 @@ def test_a_cell_trains_and_measures(tmp_path):
         (corpus / f"{k}.txt").write_text(" ".join(["the cat sat on the mat and the dog"] * 8))
     cfg = composed("experiment=lm_smoke", f"training.corpus={corpus}", "training.n_tokens=8")
     validate(cfg)
-    grid = TrainingGrid.from_config(cfg)
+    grid = training.grid(cfg)
     values = train_cell(TrainingCell(8, "kernel_2", 0), grid.settings).values()
     perplexity = values["perplexity"]
     assert perplexity.shape == (3,) and perplexity[-1] < perplexity[0]
@@ -77,7 +78,7 @@ def test_lm_smoke_runs_resumes_and_reports(tmp_path):
         p.name for p in (tmp_path / "outputs" / "lm_smoke" / "results_models").iterdir()
     )
     assert models[0] == "16-banded_kernel_4-0.npz" and len(models) == 6
-    report = analyze(path, tmp_path / "report")
+    report = analyze(path, tmp_path / "report").report
     text = report.read_text()
     assert "| 32 | kernel_4 | 8 |" in text
     for name in ("perplexity.png", "epoch_seconds.png", "curves.png"):
@@ -91,7 +92,7 @@ def test_a_saved_model_is_an_hmm_every_method_runs_on(tmp_path):
     for k in range(10):
         (corpus / f"{k}.txt").write_text(" ".join(["a b c d a b e f"] * 8))
     cfg = composed("experiment=lm_smoke", f"training.corpus={corpus}", "training.n_tokens=6")
-    grid = TrainingGrid.from_config(cfg)
+    grid = training.grid(cfg)
     for name in ("softmax", "banded_kernel_4"):
         train_cell(TrainingCell(8, name, 0), grid.settings, tmp_path / "models")
     for name, kind in (("softmax", np.ndarray), ("banded_kernel_4", LowRank)):

@@ -4,7 +4,7 @@ Pure functions of their arguments (no I/O, no printing), so the plan can
 recompute any of them on another worker. Arguments that describe work are
 named, frozen specs passed by keyword. A cell returns a ``CellResult`` (two
 arrays, cheap to send) whose ``values()`` maps result variable names
-(``pipeline.sweep.store.VARIABLES``) to values.
+(``pipeline.results.methods.VARIABLES``) to values.
 """
 
 from __future__ import annotations

@@ -1,16 +1,21 @@
-"""The store of a coupled sweep (``pipeline.sweep.coupled``): its variables and template.
+"""The store of the coupled sweep: inference in weakly coupled HMMs (Thon and Kersting,
+*Distributed Relational State Representations for Complex Stochastic Processes*).
 
-Every variable has ``units`` and ``long_name``; those measured against exact inference say in
-``missing`` why they are NaN where the joint chain is too large for an exact run.
+A cell is one ``(model, chains, n_states, eps, seed, observe)``: one sampled path of a model
+of ``chains`` chains of ``n_states`` states each, every method run on it. ``in_grid`` over
+``(model, chains, n_states, observe)`` marks the cells that exist. Variables measured
+against exact inference say in ``missing`` why they are NaN where the joint chain is too
+large for an exact run. ``summary`` is the table a sweep prints at its end.
 """
 
 from __future__ import annotations
 
 import xarray as xr
 
-from pipeline.sweep.coupled import DIMS, KIND, CoupledGrid
-from pipeline.sweep.store import ResultStore, Variable, kind_template, status_variables
+from pipeline.results.base import Schema, Variable, status_variables
 
+DIMS = ("model", "chains", "n_states", "eps", "seed", "observe")
+"""The dimensions of a coupled cell."""
 CELL = DIMS
 NO_EXACT = "NaN where the joint chain has more than exact_max_states states (no exact run)"
 VARIABLES: dict[str, Variable] = {
@@ -117,13 +122,11 @@ VARIABLES: dict[str, Variable] = {
 }
 
 
-def _template(grid: CoupledGrid, attrs: dict) -> tuple[xr.Dataset, dict]:
-    in_grid = xr.Variable(
-        ("model", "chains", "n_states", "observe"),
-        grid.in_grid,
-        {"units": "1", "long_name": "the grid has cells of this model, shape and observation"},
-    )
-    long_names = {
+SCHEMA = Schema(
+    name="coupled",
+    dims=DIMS,
+    variables=VARIABLES,
+    coordinates={
         "model": "coupled: seeded mixed-memory chains; others: relational specs grounded",
         "chains": "number of chains k",
         "n_states": "states per chain n",
@@ -132,14 +135,37 @@ def _template(grid: CoupledGrid, attrs: dict) -> tuple[xr.Dataset, dict]:
         "observe": "what is observed: chain (every chain's symbol) or set (the set of symbols)",
         "p": "top-p mass of the joint transitions",
         "t": "time step",
-    }
-    return kind_template(
-        grid, VARIABLES, attrs, kind=KIND, long_names=long_names, extra={"in_grid": in_grid}
-    )
+    },
+    in_grid_dims=("model", "chains", "n_states", "observe"),
+    in_grid_name="the grid has cells of this model, shape and observation",
+)
 
 
-class CoupledStore(ResultStore):
-    """The store of a coupled sweep (``ResultStore`` with this module's variables)."""
+def summary(ds: xr.Dataset) -> str:
+    """One line per (model, chains, n_states, observe): medians over eps and seeds."""
+    ds = ds.load()
+    lines = [
+        f"{'model':>15} {'k':>2} {'n':>4} {'observe':>7} {'joint':>8} {'tv mf':>7} "
+        f"{'hamming':>8} {'gap nat':>8} {'mf s':>8} {'exact s':>8} {'done':>7}"
+    ]
+    for m in ds["model"].values:
+        for k in ds["chains"].values:
+            for n in ds["n_states"].values:
+                for o in ds["observe"].values:
+                    if not bool(ds["in_grid"].sel(model=m, chains=k, n_states=n, observe=o)):
+                        continue
+                    cell = ds.sel(model=m, chains=k, n_states=n, observe=o)
+                    done = cell["done"]
 
-    variables = VARIABLES
-    template = staticmethod(_template)
+                    def median(name, c=cell, d=done):
+                        v = c[name].where(d)
+                        return float(v.max("t").median()) if "t" in v.dims else float(v.median())
+
+                    lines.append(
+                        f"{m!s:>15} {int(k):>2} {int(n):>4} {o!s:>7} {int(n) ** int(k):>8} "
+                        f"{median('tv_mean_field'):>7.3f} {median('viterbi_hamming'):>8.3f} "
+                        f"{median('viterbi_logprob_gap'):>8.3f} "
+                        f"{median('runtime_mean_field'):>8.4f} {median('runtime_exact'):>8.4f} "
+                        f"{int(done.sum()):>3}/{done.size:<3}"
+                    )
+    return "\n".join(lines)

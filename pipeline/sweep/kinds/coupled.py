@@ -1,13 +1,14 @@
-"""The coupled sweep (seed 001): mean field and chain-wise Viterbi against exact and top-p.
+"""The coupled sweep: structured mean field and chain-wise Viterbi against exact inference
+and top-p in weakly coupled HMMs (Thon and Kersting, *Distributed Relational State
+Representations for Complex Stochastic Processes*).
 
-``python -m pipeline.sweep experiment=coupled`` (any config with a ``coupled`` section)
-computes one cell per ``(model, chains, n_states, eps, seed, observe)`` as a Dask task
-(``coupled_cell``): ``model`` is the ``coupled`` family (seeded mixed-memory chains) or a
-relational spec of ``conf/relational`` grounded at a domain (``pipeline.coupled.relational``);
-``eps`` is the coupling; ``observe`` what is observed. Each cell samples a path of the
-model, observes every ``observe_every`` steps and runs every method on it
-(``pipeline.coupled.compare``) and the store (``pipeline.sweep.coupled_store``) keeps
-what it measured. Resume, progress and failures work as in every sweep (``ResultStore``).
+A config with a ``coupled`` section (``experiment=coupled``, ``coupled_smoke``) computes one
+cell per ``(model, chains, n_states, eps, seed, observe)`` as a Dask task (``coupled_cell``):
+``model`` is the ``coupled`` family (seeded mixed-memory chains) or a relational spec of
+``conf/relational`` grounded at a domain (``pipeline.coupled.relational``); ``eps`` is the
+coupling; ``observe`` what is observed. Each cell samples a path of the model, observes
+every ``observe_every`` steps and runs every method on it (``pipeline.coupled.compare``);
+the store keeps what ``pipeline.results.coupled`` lists.
 """
 
 from __future__ import annotations
@@ -17,27 +18,29 @@ import itertools
 import json
 from dataclasses import dataclass
 from math import isqrt
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import xarray as xr
 from distributed import Client, Future
 from omegaconf import OmegaConf
 
 from pipeline.coupled import family, relational
 from pipeline.coupled.compare import compare
 from pipeline.coupled.model import OBSERVE, CoupledHMM
+from pipeline.models import ParameterError
 from pipeline.operators.lowrank import MAX_DENSE
-from pipeline.sweep.plan import Values, submit_each
+from pipeline.results import coupled as results
+from pipeline.sweep.config import ConfigError, check_list
+from pipeline.sweep.config.specs import known_specs, load_spec, spec_path
+from pipeline.sweep.kinds.base import Grid, Values, submit_each
 
-KIND = "coupled"
-"""The store attribute ``kind`` of a coupled sweep's store."""
+SCHEMA = results.SCHEMA
+SECTION = "coupled"
+summary = results.summary
 
 FAMILY = "coupled"
 """The ``model`` coordinate of the seeded mixed-memory family; other values name specs."""
-
-DIMS = ("model", "chains", "n_states", "eps", "seed", "observe")
-"""The dimensions of a coupled cell."""
 
 EXACT_MAX_STATES = isqrt(MAX_DENSE)
 """The most joint states ``exact_max_states`` allows: exact Viterbi and top-p on the joint
@@ -56,23 +59,11 @@ class CoupledCell(NamedTuple):
     observe: str
 
 
-def spec_path(name: str):
-    """The file of the relational spec ``name``: ``conf/relational/<name>.yaml``."""
-    from pipeline.sweep.config import REPOSITORY
-
-    return REPOSITORY / "conf" / "relational" / f"{name}.yaml"
-
-
-@functools.cache
-def _spec(name: str) -> dict:
-    return relational.load(spec_path(name))
-
-
 @functools.cache
 def grounded(name: str, domain: str, eps: float):
     """The relational spec ``name`` grounded at ``domain`` (JSON of type -> constants kept)
     with coupling ``eps``; once per worker process."""
-    spec = _spec(name)
+    spec = load_spec(name)
     counts = json.loads(domain)
     types = spec["types"]
     for kind, count in counts.items():
@@ -92,7 +83,7 @@ def grounded(name: str, domain: str, eps: float):
 
 
 @dataclass(frozen=True)
-class CoupledGrid:
+class CoupledGrid(Grid):
     """The cells of a validated config's ``coupled`` section.
 
     ``shapes`` maps each model to its ``(chains, n_states)`` pairs; ``domains`` maps a
@@ -107,33 +98,7 @@ class CoupledGrid:
     observe: tuple[str, ...]
     settings: dict
 
-    DIMS = DIMS
-
-    @classmethod
-    def from_config(cls, cfg) -> CoupledGrid:
-        section = OmegaConf.to_container(cfg.coupled, resolve=True)
-        chains = sorted(section.pop("chains"))
-        sizes = section.pop("n_states")
-        shapes = {FAMILY: tuple((k, n) for k in chains for n in sorted(_sizes(sizes, k)))}
-        domains = {}
-        for name, entries in section.pop("relational").items():
-            pairs = []
-            for counts in entries:
-                domain = json.dumps(counts, sort_keys=True)
-                model = grounded(name, domain, 0.0).model
-                pair = (model.chains, model.sizes[0])
-                pairs.append(pair)
-                domains[(name, *pair)] = domain
-            shapes[name] = tuple(sorted(pairs))
-        return cls(
-            models=tuple(shapes),
-            shapes=shapes,
-            domains=domains,
-            eps=tuple(sorted(float(e) for e in section.pop("eps"))),
-            seeds=tuple(sorted(section.pop("seeds"))),
-            observe=tuple(section.pop("observe")),
-            settings=section,
-        )
+    Cell = CoupledCell
 
     @property
     def chains(self) -> tuple[int, ...]:
@@ -147,32 +112,16 @@ class CoupledGrid:
         """What ``model``'s cells observe: every setting for the family, chain symbols for specs."""
         return self.observe if model == FAMILY else ("chain",)
 
-    @property
-    def in_grid(self) -> np.ndarray:
-        """bool, shape (model, chains, n_states, observe): which cells exist."""
-        return np.array(
-            [
-                [
-                    [
-                        [(k, n) in self.shapes[m] and o in self.observed(m) for o in self.observe]
-                        for n in self.n_states
-                    ]
-                    for k in self.chains
-                ]
-                for m in self.models
-            ]
-        )
-
-    def coords(self) -> dict[str, np.ndarray]:
+    def axes(self) -> dict[str, tuple]:
         return {
-            "model": np.array(self.models, dtype=object),
-            "chains": np.array(self.chains, dtype=np.int64),
-            "n_states": np.array(self.n_states, dtype=np.int64),
-            "eps": np.array(self.eps),
-            "seed": np.array(self.seeds, dtype=np.int64),
-            "observe": np.array(self.observe, dtype=object),
-            "p": np.array(self.settings["topp"], dtype=np.float64),
-            "t": np.arange(self.settings["horizon"] + 1),
+            "model": self.models,
+            "chains": self.chains,
+            "n_states": self.n_states,
+            "eps": self.eps,
+            "seed": self.seeds,
+            "observe": self.observe,
+            "p": tuple(float(p) for p in self.settings["topp"]),
+            "t": tuple(range(self.settings["horizon"] + 1)),
         }
 
     def cells(self) -> list[CoupledCell]:
@@ -187,29 +136,43 @@ class CoupledGrid:
         ]
         return sorted(cells, key=lambda c: -(c.n_states**c.chains))
 
-    def index(self, cell: CoupledCell) -> tuple[int, ...]:
-        return (
-            self.models.index(cell.model),
-            self.chains.index(cell.chains),
-            self.n_states.index(cell.n_states),
-            self.eps.index(cell.eps),
-            self.seeds.index(cell.seed),
-            self.observe.index(cell.observe),
-        )
+    def identity(self) -> dict:
+        return {
+            "kind": SCHEMA.name,
+            "shapes": {m: [list(p) for p in pairs] for m, pairs in self.shapes.items()},
+            "domains": sorted([*key, value] for key, value in self.domains.items()),
+            "eps": self.eps,
+            "seeds": self.seeds,
+            "observe": self.observe,
+            **self.settings,
+        }
 
-    def fingerprint(self) -> str:
-        return json.dumps(
-            {
-                "kind": KIND,
-                "shapes": {m: [list(p) for p in pairs] for m, pairs in self.shapes.items()},
-                "domains": sorted([*key, value] for key, value in self.domains.items()),
-                "eps": self.eps,
-                "seeds": self.seeds,
-                "observe": self.observe,
-                **self.settings,
-            },
-            sort_keys=True,
-        )
+
+def grid(cfg) -> CoupledGrid:
+    """The grid of a validated config."""
+    section = OmegaConf.to_container(cfg.coupled, resolve=True)
+    chains = sorted(section.pop("chains"))
+    sizes = section.pop("n_states")
+    shapes = {FAMILY: tuple((k, n) for k in chains for n in sorted(_sizes(sizes, k)))}
+    domains = {}
+    for name, entries in section.pop("relational").items():
+        pairs = []
+        for counts in entries:
+            domain = json.dumps(counts, sort_keys=True)
+            model = grounded(name, domain, 0.0).model
+            pair = (model.chains, model.sizes[0])
+            pairs.append(pair)
+            domains[(name, *pair)] = domain
+        shapes[name] = tuple(sorted(pairs))
+    return CoupledGrid(
+        models=tuple(shapes),
+        shapes=shapes,
+        domains=domains,
+        eps=tuple(sorted(float(e) for e in section.pop("eps"))),
+        seeds=tuple(sorted(section.pop("seeds"))),
+        observe=tuple(section.pop("observe")),
+        settings=section,
+    )
 
 
 def _sizes(sizes, chains: int) -> list[int]:
@@ -217,11 +180,10 @@ def _sizes(sizes, chains: int) -> list[int]:
     return sizes if isinstance(sizes, list) else sizes.get(chains, sizes.get(str(chains), []))
 
 
-def validate(section) -> None:
-    """Raise ``ConfigError`` naming the first invalid key of a ``coupled`` section."""
-    from pipeline.sweep.config import ConfigError, _check_list
-
-    _check_list("coupled.chains", section.chains, int, "integers >= 2")
+def validate(cfg) -> None:
+    """Raise ``ConfigError`` naming the first invalid key of ``coupled``."""
+    section = cfg.coupled
+    check_list("coupled.chains", section.chains, int, "integers >= 2")
     if min(section.chains) < 2:
         raise ConfigError(
             "coupled.chains", f"{min(section.chains)} is not allowed; allowed: integers >= 2"
@@ -232,9 +194,9 @@ def validate(section) -> None:
             "must be set; allowed: a list of integers >= 2, or a mapping chains -> such a list",
         )
     sizes = OmegaConf.to_container(section.n_states)
-    _check_list("coupled.eps", section.eps, float | int, "numbers in [0, 1]")
-    _check_list("coupled.seeds", section.seeds, int, "integers >= 0")
-    _check_list("coupled.observe", section.observe, str, ", ".join(OBSERVE))
+    check_list("coupled.eps", section.eps, float | int, "numbers in [0, 1]")
+    check_list("coupled.seeds", section.seeds, int, "integers >= 0")
+    check_list("coupled.observe", section.observe, str, ", ".join(OBSERVE))
     extra = (
         sorted(set(map(str, sizes)) - set(map(str, section.chains)))
         if isinstance(sizes, dict)
@@ -247,7 +209,7 @@ def validate(section) -> None:
         )
     for k in section.chains:
         key = f"coupled.n_states.{k}" if isinstance(sizes, dict) else "coupled.n_states"
-        _check_list(key, _sizes(sizes, k), int, "integers >= 2")
+        check_list(key, _sizes(sizes, k), int, "integers >= 2")
         for n, e, o in itertools.product(_sizes(sizes, k), section.eps, section.observe):
             try:
                 family.check(
@@ -258,7 +220,7 @@ def validate(section) -> None:
                     observe=o,
                     alpha=section.alpha,
                 )
-            except family.ParameterError as error:
+            except ParameterError as error:
                 raise ConfigError(f"coupled.{error.parameter}", str(error)) from None
     for key, least in (
         ("horizon", 1),
@@ -271,7 +233,7 @@ def validate(section) -> None:
             raise ConfigError(
                 f"coupled.{key}", f"{section[key]} is not allowed; allowed: integers >= {least}"
             )
-    _check_list("coupled.topp", section.topp, float | int, "numbers in (0, 1]")
+    check_list("coupled.topp", section.topp, float | int, "numbers in (0, 1]")
     if not all(0 < p <= 1 for p in section.topp):
         raise ConfigError(
             "coupled.topp", f"{list(section.topp)} is not allowed; allowed: numbers in (0, 1]"
@@ -300,8 +262,7 @@ def validate(section) -> None:
     for name, domains in relational.items():
         key = f"coupled.relational.{name}"
         if not spec_path(name).is_file():
-            known = sorted(path.stem for path in spec_path(name).parent.glob("*.yaml"))
-            raise ConfigError(key, f"no such spec; allowed: {', '.join(known)}")
+            raise ConfigError(key, f"no such spec; allowed: {', '.join(known_specs())}")
         if not isinstance(domains, list) or not domains:
             raise ConfigError(key, "must be a non-empty list of domains (type -> constants kept)")
         shapes = set()
@@ -368,39 +329,15 @@ def coupled_cell(cell: CoupledCell, domains: dict, settings: dict) -> Values:
 
 
 def submit(
-    client: Client, grid: CoupledGrid, cells: list[CoupledCell], *, retries: int
+    client: Client, grid: CoupledGrid, cells: list[CoupledCell], *, cfg, store: Path
 ) -> dict[Future, list[CoupledCell]]:
     """One task per cell; the future of each and the cells it computes."""
     return submit_each(
-        client, coupled_cell, cells, grid.domains, grid.settings, prefix="coupled", retries=retries
+        client,
+        coupled_cell,
+        cells,
+        grid.domains,
+        grid.settings,
+        prefix="coupled",
+        retries=cfg.retries,
     )
-
-
-def summary(ds: xr.Dataset) -> str:
-    """One line per (model, chains, n_states, observe): medians over eps and seeds."""
-    ds = ds.load()
-    lines = [
-        f"{'model':>15} {'k':>2} {'n':>4} {'observe':>7} {'joint':>8} {'tv mf':>7} "
-        f"{'hamming':>8} {'gap nat':>8} {'mf s':>8} {'exact s':>8} {'done':>7}"
-    ]
-    for m in ds["model"].values:
-        for k in ds["chains"].values:
-            for n in ds["n_states"].values:
-                for o in ds["observe"].values:
-                    if not bool(ds["in_grid"].sel(model=m, chains=k, n_states=n, observe=o)):
-                        continue
-                    cell = ds.sel(model=m, chains=k, n_states=n, observe=o)
-                    done = cell["done"]
-
-                    def median(name, c=cell, d=done):
-                        v = c[name].where(d)
-                        return float(v.max("t").median()) if "t" in v.dims else float(v.median())
-
-                    lines.append(
-                        f"{m!s:>15} {int(k):>2} {int(n):>4} {o!s:>7} {int(n) ** int(k):>8} "
-                        f"{median('tv_mean_field'):>7.3f} {median('viterbi_hamming'):>8.3f} "
-                        f"{median('viterbi_logprob_gap'):>8.3f} "
-                        f"{median('runtime_mean_field'):>8.4f} {median('runtime_exact'):>8.4f} "
-                        f"{int(done.sum()):>3}/{done.size:<3}"
-                    )
-    return "\n".join(lines)

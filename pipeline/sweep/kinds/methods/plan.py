@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import dask
 from dask import delayed
@@ -31,8 +30,8 @@ from dask.delayed import Delayed
 from distributed import Client, Future
 
 from pipeline.models import gamma_exact_max_states, seeded
-from pipeline.sweep import tasks
-from pipeline.sweep.grid import Cell, Grid
+from pipeline.sweep.kinds.methods import tasks
+from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,7 @@ def run_model(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> l
     return list(dask.compute(*plan.values(), scheduler="sync"))
 
 
-def by_model(grid: Grid, cells: list[Cell]) -> list[tuple[tasks.ModelSpec, list[Cell]]]:
+def by_model(grid: MethodsGrid, cells: list[Cell]) -> list[tuple[tasks.ModelSpec, list[Cell]]]:
     """``cells`` grouped by the model they need, in order; one model serves every seed
     of a family whose models ignore it (it is built with seed 0)."""
     groups: dict[tuple, list[Cell]] = defaultdict(list)
@@ -128,32 +127,9 @@ def by_model(grid: Grid, cells: list[Cell]) -> list[tuple[tasks.ModelSpec, list[
     ]
 
 
-class Values(NamedTuple):
-    """A cell's results as a mapping (variable name -> value), read by ``values()`` as a
-    ``tasks.CellResult`` is: what the training and coupled sweeps' cells return."""
-
-    values_: dict
-
-    def values(self) -> dict:
-        return self.values_
-
-
-def submit_each(
-    client: Client, function, cells: list, *args, prefix: str, retries: int
-) -> dict[Future, list]:
-    """One task ``function(cell, *args)`` per cell, keyed ``<prefix>-<cell>``; the future of
-    each and the cells it computes (the training and coupled sweeps)."""
-    tasks = [
-        delayed(function)(cell, *args, dask_key_name=f"{prefix}-{'-'.join(map(str, cell))}")
-        for cell in cells
-    ]
-    futures = client.compute(tasks, retries=retries)
-    return {future: [cell] for future, cell in zip(futures, cells, strict=True)}
-
-
 def submit(
     client: Client,
-    grid: Grid,
+    grid: MethodsGrid,
     cells: list[Cell],
     *,
     settings: Settings,

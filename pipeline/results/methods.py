@@ -1,0 +1,237 @@
+"""The store of the methods sweep: approximations against exact inference, cell by cell.
+
+A cell is one ``(family, n_states, method, setting, seed, mode)`` point: one approximate
+run against its exact reference. Families may have different sizes and methods different
+settings, so the grid need not be a full product: ``in_grid`` over ``(family, n_states,
+method, setting)`` marks the cells that exist. Variables over ``MODEL`` are the exact
+model's, over ``APPROX`` an approximation's, over ``CELL`` one run's; ``t`` is the time
+step. ``summary`` is the table a sweep prints at its end.
+"""
+
+from __future__ import annotations
+
+import xarray as xr
+
+from pipeline.results.base import (
+    Schema,
+    Variable,
+    finite_median,
+    status_variables,
+    text_table,
+)
+
+DIMS = ("family", "n_states", "method", "setting", "seed", "mode")
+"""The dimensions of a cell, in the order every result variable uses."""
+MODEL = ("family", "n_states", "seed")
+APPROX = ("family", "n_states", "method", "setting", "seed")
+CELL = DIMS
+PREDICTION_ONLY = (
+    "NaN in filter mode: with observations, conditioning can enlarge an error, so the "
+    "recursion of Section 4 does not bound it"
+)
+NO_REFERENCE = "NaN where the model had no exact reference (n_states > exact_max_states)"
+
+
+def _runtimes() -> dict[str, Variable]:
+    return {
+        f"runtime_{run}{suffix}": Variable(
+            (*CELL, "t"),
+            "s",
+            f"cumulative runtime of {what} inference to step t, {statistic} over repeats",
+            missing=NO_REFERENCE if run == "exact" else "",
+        )
+        for run, what in (("exact", "exact"), ("approx", "approximate"))
+        for suffix, statistic in (("", "median"), ("_min", "min"), ("_max", "max"))
+    }
+
+
+VARIABLES: dict[str, Variable] = {
+    "tv": Variable(
+        (*CELL, "t"),
+        "1",
+        "total variation TV(P_t, Q_t) between exact and approximate beliefs",
+        missing=NO_REFERENCE,
+    ),
+    "bound": Variable(
+        (*APPROX, "t"),
+        "1",
+        "bound on the prediction TV: e_t = (1-gamma) e_(t-1) + eps from e_0 = eps_start",
+    ),
+    "bound_linear": Variable(
+        (*APPROX, "t"), "1", "Corollary 1 bound eps_start + t eps on the prediction TV"
+    ),
+    "bound_mixing": Variable(
+        APPROX, "1", "Theorem 4.3 bound max(eps_start, eps)/gamma on the prediction TV"
+    ),
+    "certificate": Variable(
+        (*CELL, "t"),
+        "1",
+        "online bound on the prediction TV from the approximate run's own errors",
+        missing=PREDICTION_ONLY,
+    ),
+    "eps": Variable(
+        APPROX,
+        "1",
+        "most TV one step adds: max_i TV(T_i, Q_i) over transition rows, plus 1 - p of "
+        "belief pruning (Theorem 4.1's 1 - p for top-p)",
+    ),
+    "eps_start": Variable(
+        APPROX, "1", "most TV at step 0: TV of the approximate prior, plus 1 - p of pruning"
+    ),
+    "eps_mean": Variable(
+        APPROX, "1", "mean over rows of TV(T_i, Q_i), plus 1 - p of belief pruning"
+    ),
+    "gamma": Variable(
+        MODEL, "1", "minimal mixing rate of the exact transition matrix (see gamma_exact)"
+    ),
+    "gamma_exact": Variable(
+        MODEL, "1", "gamma is exact; false: it is the Doeblin lower bound", "bool"
+    ),
+    "doeblin": Variable(MODEL, "1", "Doeblin lower bound sum_j min_i T[i, j] on gamma"),
+    "sparsity": Variable(
+        APPROX, "1", "fraction of zero entries of the transition matrix the approximate run uses"
+    ),
+    "stored_entries": Variable(
+        APPROX, "1", "numbers stored for the transition matrix the approximate run uses"
+    ),
+    "work": Variable(
+        CELL,
+        "1",
+        "multiply-adds of an approximate step over the stored entries of the rows of non-zero "
+        "states, mean over steps (a CSR layout that steps mostly full columns as a dense panel "
+        "also multiplies their zeros)",
+    ),
+    **_runtimes(),
+    "repeats": Variable(CELL, "1", "interleaved exact/approximate run pairs timed"),
+    "speedup": Variable(
+        CELL,
+        "1",
+        "exact over approximate runtime of the whole horizon, median of repeats",
+        missing=NO_REFERENCE,
+    ),
+    "log_evidence": Variable(
+        CELL,
+        "nat",
+        "log evidence of the observations under the exact model (filter)",
+        missing="NaN in predict mode (nothing observed) and without an exact reference",
+    ),
+    "log_evidence_error": Variable(
+        CELL,
+        "nat",
+        "log evidence of the approximate run minus the exact (filter)",
+        missing="NaN in predict mode (nothing observed) and without an exact reference",
+    ),
+    "zero_evidence": Variable(
+        CELL, "1", "steps whose observation had zero probability in the approximate run"
+    ),
+    "impossible_observations": Variable(
+        CELL,
+        "1",
+        "fraction of observations the approximate emissions make impossible for the state "
+        "that emitted them (filter)",
+        missing="NaN in predict mode (nothing observed)",
+    ),
+    "build_time_model": Variable(MODEL, "s", "time to build the exact model"),
+    "build_time_approx": Variable(APPROX, "s", "time to build the approximation"),
+    "gamma_time": Variable(MODEL, "s", "time to compute gamma (or its Doeblin bound)"),
+    **status_variables(CELL),
+}
+"""Every variable updated cell by cell; ``done`` is written last."""
+
+
+SCHEMA = Schema(
+    name="methods",
+    dims=DIMS,
+    variables=VARIABLES,
+    coordinates={
+        "n_states": "number of hidden states",
+        "method": "approximation method",
+        "setting": "the method's setting",
+        "t": "time step",
+    },
+    in_grid_dims=("family", "n_states", "method", "setting"),
+    in_grid_name="the grid has this size for the family and setting for the method",
+)
+
+
+def models(ds: xr.Dataset) -> list[tuple[str, int]]:
+    """The ``(family, n_states)`` pairs the run has, in coordinate order."""
+    exists = ds["in_grid"].any(("method", "setting"))
+    return [
+        (str(family), int(n))
+        for family in ds["family"].values
+        for n in ds["n_states"].values
+        if bool(exists.sel(family=family, n_states=n))
+    ]
+
+
+def variants(ds: xr.Dataset) -> list[tuple[str, float]]:
+    """The ``(method, setting)`` pairs the run has, in coordinate order."""
+    exists = ds["in_grid"].any(("family", "n_states"))
+    return [
+        (str(method), float(setting))
+        for method in ds["method"].values
+        for setting in ds["setting"].values
+        if bool(exists.sel({"method": method, "setting": setting}))
+    ]
+
+
+def cells(ds: xr.Dataset) -> list[dict]:
+    """Every (family, n_states, method, setting) the grid has, as a ``sel`` mapping."""
+    return [
+        {"family": family, "n_states": n, "method": method, "setting": setting}
+        for family, n in models(ds)
+        for method, setting in variants(ds)
+        if bool(
+            ds["in_grid"].sel(
+                {"family": family, "n_states": n, "method": method, "setting": setting}
+            )
+        )
+    ]
+
+
+def summary(ds: xr.Dataset) -> str:
+    """Per model, method and setting: the speedup per mode, TV and its bound at the last step.
+
+    Speedup is exact over approximate runtime; TV and the recursive bound are
+    for prediction; each is the median over seeds of done cells.
+    """
+    last = ds.isel(t=-1).load()
+    modes = [str(m) for m in ds["mode"].values]
+    header = [
+        "family",
+        "n_states",
+        "method",
+        "setting",
+        *(f"speedup {m}" for m in modes),
+        "tv predict",
+        "bound",
+        "sparsity",
+        "done",
+    ]
+    rows = []
+    for where in cells(ds):
+        cell = last.sel(where)
+        done = cell["done"]
+        speedups = [
+            finite_median(cell["speedup"].sel(mode=m).where(done.sel(mode=m))) for m in modes
+        ]
+        tv = (
+            finite_median(cell["tv"].sel(mode="predict").where(done.sel(mode="predict")))
+            if "predict" in modes
+            else float("nan")
+        )
+        rows.append(
+            [
+                where["family"],
+                str(where["n_states"]),
+                where["method"],
+                f"{where['setting']:g}",
+                *(f"{s:.2f}x" for s in speedups),
+                f"{tv:.4f}",
+                f"{finite_median(cell['bound']):.4f}",
+                f"{finite_median(cell['sparsity']):.4f}",
+                f"{int(done.sum())}/{done.size}",
+            ]
+        )
+    return text_table(header, rows)

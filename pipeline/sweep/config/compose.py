@@ -1,0 +1,111 @@
+"""Hydra's side of the config: the schema and clusters registered, overrides made to replace
+what they name, and composition (the command line's, or Python's) with one-line errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
+from omegaconf import DictConfig, open_dict
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+from pipeline.sweep.config.clusters import load_clusters
+from pipeline.sweep.config.schema import REPOSITORY, SweepConfig
+from pipeline.sweep.config.validation import ConfigError
+
+VERSION_BASE = "1.3"
+CONFIG_DIR = REPOSITORY / "conf"
+
+REPLACED = ("grid.n_states", "grid.methods", "coupled.n_states")
+"""Keys whose override replaces the experiment's value instead of merging into it."""
+
+
+class OverrideError(ConfigError):
+    """Overrides that Hydra cannot compose; the message is the whole line."""
+
+    def __init__(self, line: str):
+        ValueError.__init__(self, line)
+        self.key = "overrides"
+
+
+def register(clusters: dict[str, object] | None = None) -> None:
+    """Store the schema and every cluster definition in Hydra's ConfigStore."""
+    store = ConfigStore.instance()
+    store.store(name="sweep_schema", node=SweepConfig)
+    for name, node in (clusters if clusters is not None else load_clusters()).items():
+        store.store(group="cluster", name=name, node=node)
+
+
+def replaceable(overrides: list[str]) -> list[str]:
+    """Overrides as Hydra takes them: mappings that replace, and ``grid.p`` as shorthand.
+
+    Hydra merges an override into the node it replaces: ``grid.methods={topk: [5]}``
+    would add top-k to the experiment's methods, and OmegaConf cannot merge a
+    mapping into a list (``grid.n_states``). Setting the node to null first
+    replaces it. ``grid.p=[...]`` replaces the experiment's methods by top-p
+    alone; given with ``grid.methods`` it is an error (``grid_methods``).
+    """
+    keys = {override.partition("=")[0] for override in overrides}
+    out = []
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if value != "null" and key == "grid.p" and "grid.methods" not in keys:
+            out.append("grid.methods=null")
+        elif value != "null" and key in REPLACED:
+            out.append(f"{key}=null")
+        out.append(override)
+    return out
+
+
+def _allowed_keys(error: OmegaConfBaseException) -> str:
+    """The keys the schema allows where ``error`` found an unknown one."""
+    schema = getattr(error, "object_type", None)
+    if dataclasses.is_dataclass(schema):
+        return "; allowed: " + ", ".join(f.name for f in dataclasses.fields(schema))
+    return ""
+
+
+def _composition_error(error: Exception) -> str:
+    """A one-line description of why Hydra could not compose the overrides.
+
+    What is allowed comes from Hydra and OmegaConf themselves: the options of
+    a config group from Hydra's config repository, the keys from the schema.
+    """
+    if isinstance(error, OverrideParseException):
+        return f"cannot parse the override {error.override!r}: {str(error).splitlines()[0]}"
+    if isinstance(error, MissingConfigException) and error.missing_cfg_file and error.options:
+        group, _, option = error.missing_cfg_file.rpartition("/")
+        return f"{group}={option}: no such {group}; allowed: {', '.join(error.options)}"
+    cause = error.__cause__
+    if isinstance(cause, OmegaConfBaseException):
+        key = getattr(cause, "full_key", None) or "config"
+        detail = str(cause).strip().splitlines()[0]
+        unknown = isinstance(cause, ConfigKeyError | ConfigAttributeError)
+        return f"{key}: {detail}{_allowed_keys(cause) if unknown else ''}"
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return f"the overrides do not compose ({type(error).__name__})"
+    return " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+
+
+def compose(overrides: list[str]) -> tuple[DictConfig, str]:
+    """The config ``python -m pipeline.sweep <overrides>`` runs, composed by Hydra's compose
+    API from ``conf/`` with the same replacements (``replaceable``), and the experiment's
+    name (a store's default path holds it); ``OverrideError`` (one line) where the
+    overrides do not compose.
+    """
+    register()
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=VERSION_BASE):
+            cfg = hydra_compose(
+                "config", overrides=replaceable(overrides), return_hydra_config=True
+            )
+    except (HydraException, OmegaConfBaseException, ValueError) as error:
+        raise OverrideError(_composition_error(error)) from None
+    experiment = cfg.hydra.runtime.choices["experiment"]
+    with open_dict(cfg):
+        cfg.pop("hydra")
+    return cfg, experiment

@@ -1,0 +1,188 @@
+"""The sweep's structured config: the ``SweepConfig`` schema Hydra composes
+``conf/config.yaml`` over (OmegaConf checks types and rejects unknown keys; the kinds and
+``validation`` check values)."""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from dataclasses import dataclass, field, make_dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from omegaconf import MISSING
+
+from pipeline.models import FAMILIES, family_parameters
+
+REPOSITORY = Path(__file__).resolve().parents[3]
+"""The checkout: ``conf/`` (Hydra's configs, relational specs) and ``dask_cluster.yaml``."""
+MODES = ("predict", "filter")
+DEFAULT_CORPUS_WORDS = 7620
+"""Word types the default corpus (the standard library's English) has at least, tested."""
+
+
+@dataclass
+class GridConfig:
+    """The experiment grid; every list is one dimension of the results."""
+
+    families: list[str] = field(default_factory=lambda: ["bell", "uniform", "dirichlet"])
+    n_states: Any = None
+    """A list of sizes for every family, or a mapping family -> list of sizes (required).
+
+    Typed ``Any`` with no default: OmegaConf cannot merge a mapping into a list node."""
+    methods: Any = None
+    """A mapping method -> list of its settings (``pipeline.methods.METHODS``), e.g.
+    ``{topp: [0.5, 0.9], topk: [5, 20]}``; typed ``Any``: a mapping of lists."""
+    p: Optional[list[float]] = None  # noqa: UP045
+    """Shorthand for ``methods={topp: p}`` on the command line (the sweep replaces
+    ``grid.methods`` by it); set one of the two."""
+    horizon: int = 50
+    seeds: list[int] = field(default_factory=lambda: [0])
+    modes: list[str] = field(default_factory=lambda: list(MODES))
+    observe_every: int = 5
+    """Filtering observes a symbol at every step t with t % observe_every == 0."""
+
+
+@dataclass
+class TimingConfig:
+    repeats: int = 3
+    """Least number of interleaved exact/approximate run pairs per cell; min, median and max
+    are stored."""
+    min_seconds: float = 0.2
+    """Pairs are repeated until they took this long (at most ``max_repeats``): short runs
+    of small models need many repeats before a median means anything."""
+    max_repeats: int = 1000
+    blas_threads: int = 1
+    """BLAS threads in every timed run (fixed with threadpoolctl and recorded)."""
+
+
+def _optional(hint):
+    """``X | None`` as ``Optional[X]``, which every OmegaConf 2.x understands."""
+    if isinstance(hint, types.UnionType):
+        (inner,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return Optional[inner]  # noqa: UP045 - OmegaConf needs typing.Optional
+    return hint
+
+
+def _parameters_dataclass(family: str) -> type:
+    """A dataclass of ``family``'s keyword parameters, from its ``build`` signature."""
+    hints = typing.get_type_hints(FAMILIES[family].build)
+    fields = [
+        (name, _optional(hints.get(name, Any)), field(default=default))
+        for name, default in family_parameters(family).items()
+    ]
+    return make_dataclass(f"{family.capitalize()}Parameters", fields)
+
+
+@functools.cache
+def model_config() -> type:
+    """``model.<family>.<param>``: the keyword parameters of every model family that can be
+    used, plug-ins included (made once, when the schema is first needed)."""
+    return make_dataclass(
+        "ModelConfig",
+        [
+            (family, (cls := _parameters_dataclass(family)), field(default_factory=cls))
+            for family in FAMILIES
+        ],
+    )
+
+
+@dataclass
+class TrainingConfig:
+    """A training sweep of HMM language models (the kernel HMMs of Chiu, Deng and Rush):
+    each (n_states, parameterisation, seed) is a cell that trains one model
+    (``pipeline.hmmlm``) and stores its held-out perplexity (``pipeline.sweep.kinds.training``)."""
+
+    n_states: list[int] = field(default_factory=lambda: [256])
+    parameterisations: list[str] = field(default_factory=lambda: ["softmax"])
+    """``softmax``, ``kernel_<r>`` or ``banded_kernel_<r>``: r states per feature."""
+    seeds: list[int] = field(default_factory=lambda: [0])
+    epochs: int = 3
+    batch: int = 32
+    """Chunks per gradient step."""
+    length: int = 64
+    """Tokens per chunk; every chunk starts from the prior."""
+    n_tokens: int = 1000
+    """Vocabulary: the most frequent words, the rest one unknown word."""
+    train_chunks: Optional[int] = None  # noqa: UP045
+    """Train on the first this many training chunks (default all)."""
+    held_out_chunks: Optional[int] = None  # noqa: UP045
+    """Measure perplexity on the first this many held-out chunks (default all)."""
+    learning_rate: float = 0.05
+    dim: int = 32
+    """Embedding dimension of the kernel parameterisations."""
+    delta: int = 3
+    """Band of the banded kernels: ``|i - j| < delta``."""
+    corpus: Optional[str] = None  # noqa: UP045
+    """A text file or folder; default the standard library's English."""
+
+
+@dataclass
+class CoupledConfig:
+    """A sweep of weakly coupled HMMs (Thon and Kersting): structured mean field and chain-wise
+    Viterbi against exact and top-p, per (model, chains, n_states, eps, seed, observe)
+    (``pipeline.sweep.kinds.coupled``)."""
+
+    chains: list[int] = field(default_factory=lambda: [2])
+    n_states: Any = None
+    """States per chain: a list for every chain count, or a mapping chains -> list."""
+    eps: list[float] = field(default_factory=lambda: [0.0, 0.2])
+    """Couplings: the probability that a chain moves by another chain's state."""
+    seeds: list[int] = field(default_factory=lambda: [0])
+    observe: list[str] = field(default_factory=lambda: ["chain"])
+    """``chain`` (every chain's symbol) and/or ``set`` (the set of symbols emitted)."""
+    n_observations: int = 4
+    """Symbols each chain of the ``coupled`` family emits."""
+    alpha: float = 0.1
+    """Dirichlet concentration of the ``coupled`` family's rows."""
+    relational: dict[str, Any] = field(default_factory=dict)
+    """Relational specs (``conf/relational/<name>.yaml``) -> domains to ground them at, each a
+    mapping type -> how many of its constants to keep (the rest of the types whole)."""
+    horizon: int = 50
+    observe_every: int = 4
+    topp: list[float] = field(default_factory=lambda: [0.9, 0.99])
+    """Top-p masses of the joint chain's transitions, run beside the mean field."""
+    tolerance: float = 1e-6
+    max_iterations: int = 100
+    exact_max_states: int = 4096
+    """Exact inference (and top-p on the joint) only up to this many joint states."""
+    repeats: int = 3
+    """Each runtime is the median of this many runs..."""
+    budget: float = 1.0
+    """...or of as many as fit in this many seconds (at least one)."""
+
+
+@dataclass
+class SweepConfig:
+    """The whole sweep; Hydra's ``config.yaml`` fills it in."""
+
+    grid: GridConfig = field(default_factory=GridConfig)
+    training: Optional[TrainingConfig] = None  # noqa: UP045
+    """Set (by ``experiment=lm_scaling`` or ``lm_smoke``): the sweep trains HMM LMs over
+    this grid instead of sweeping approximations over ``grid``."""
+    coupled: Optional[CoupledConfig] = None  # noqa: UP045
+    """Set (by ``experiment=coupled`` or ``coupled_smoke``): the sweep compares inference in
+    weakly coupled HMMs over this grid instead of sweeping ``grid``."""
+    model: Any = field(default_factory=lambda: model_config()())
+    """``model.<family>.<param>``: every family's keyword parameters (``model_config``)."""
+    cluster: Any = MISSING
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    store: Optional[str] = None  # noqa: UP045
+    """Results location; default ``outputs/<experiment>/results.zarr``."""
+    overwrite: bool = False
+    """Replace an existing store made from a different grid instead of refusing."""
+    fuse_states: int = 500
+    """Models with at most this many states compute all their cells in one Dask task."""
+    exact_max_states: Optional[int] = None  # noqa: UP045
+    """Models with more states get no exact reference (default: all do): their cells time
+    the approximation alone and the online certificate bounds its prediction error."""
+    gamma_exact_max_states: int = 20000
+    """gamma is exact up to this many states (a pair search in Dask tasks of about 2000
+    rows); above, the Doeblin lower bound stands in for it (``gamma_exact`` says which)."""
+    retries: int = 2
+    """How often a task that raised is retried before its cells are marked failed."""
+    flush_seconds: float = 2.0
+    """Finished cells are written to the store at least this often."""
+    progress_seconds: float = 10.0
+    """Interval of the plain progress lines printed when stderr is not a terminal."""

@@ -1,0 +1,70 @@
+"""What every sweep's config shares: ``ConfigError``, the checks its keys go through, and
+the checks of the keys every kind has (timing, retries, the store's path)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class ConfigError(ValueError):
+    """An invalid setting: ``key`` names it, the message says what is allowed."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+def check_list(key: str, values, kind, allowed: str) -> None:
+    """Raise ``ConfigError`` at ``key`` unless ``values`` is a non-empty list of distinct
+    ``kind`` values (no bools); ``allowed`` says what is allowed."""
+    if not values:
+        raise ConfigError(key, f"must not be empty; allowed: a list of {allowed}")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ConfigError(key, f"{value!r} is not allowed; allowed: {allowed}")
+    if len(set(values)) != len(values):
+        raise ConfigError(key, f"has duplicates {list(values)}; list each value once")
+
+
+def check_at_least(key: str, value, least) -> None:
+    """Raise ``ConfigError`` at ``key`` unless ``value >= least``."""
+    if value < least:
+        raise ConfigError(key, f"{value} is not allowed; allowed: integers >= {least}")
+
+
+def validate_shared(cfg) -> None:
+    """Raise ``ConfigError`` naming the first invalid key that every sweep kind has (the
+    cluster's are ``clusters.validate_cluster``'s)."""
+    for key, value, least in (
+        ("timing.repeats", cfg.timing.repeats, 1),
+        ("timing.max_repeats", cfg.timing.max_repeats, cfg.timing.repeats),
+        ("timing.blas_threads", cfg.timing.blas_threads, 1),
+        ("retries", cfg.retries, 0),
+        ("fuse_states", cfg.fuse_states, 0),
+        ("gamma_exact_max_states", cfg.gamma_exact_max_states, 2),
+        ("exact_max_states", 2 if cfg.exact_max_states is None else cfg.exact_max_states, 2),
+    ):
+        check_at_least(key, value, least)
+    for key in ("flush_seconds", "progress_seconds"):
+        if not cfg[key] > 0:
+            raise ConfigError(key, f"{cfg[key]} is not allowed; allowed: numbers > 0")
+    if cfg.timing.min_seconds < 0:
+        raise ConfigError(
+            "timing.min_seconds", f"{cfg.timing.min_seconds} is not allowed; allowed: numbers >= 0"
+        )
+
+
+def check_writable(path: Path) -> None:
+    """Raise ``ConfigError`` unless a store can be created or updated at ``path``."""
+    if path.exists():
+        if not path.is_dir():
+            raise ConfigError("store", f"{path} exists and is not a zarr store (a directory)")
+        if not os.access(path, os.W_OK):
+            raise ConfigError("store", f"{path} is not writable")
+        return
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError("store", f"cannot create {path}: {parent} is not a writable directory")

@@ -1,0 +1,148 @@
+"""The sweep engine: one composed config, any kind, a Dask client, a resumable store.
+
+``sweep(cfg, store)`` validates the config, looks its kind up, opens (or resumes) the store,
+computes the cells it lacks through the client and records each as it finishes; ``run``
+is the same from Python, with Hydra's compose API: the command line's overrides in, the
+results ``Dataset`` out. The Dask client is made here (``pipeline.sweep.cluster``) unless
+one is given, and passed down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import xarray as xr
+from distributed import Client, as_completed
+
+from pipeline.results import open_results
+from pipeline.sweep import kinds
+from pipeline.sweep.cluster import WorkerWatch, connect, dashboard_link
+from pipeline.sweep.config import check_writable, compose
+from pipeline.sweep.kinds.base import Grid, SweepKind
+from pipeline.sweep.kinds.methods.tasks import blas_threads
+from pipeline.sweep.progress import Progress
+from pipeline.sweep.provenance import now, provenance, public_config
+from pipeline.sweep.store import ResultStore
+
+log = logging.getLogger("pipeline.sweep")
+
+RECOMPUTED = ("lost", "pending")
+"""Statuses of a future whose result was lost with its worker and is being computed again."""
+
+
+class Outcome(NamedTuple):
+    """What a sweep did: its store, its kind, and how many cells failed (after retries)."""
+
+    store: Path
+    kind: SweepKind
+    failed: int
+
+
+def default_store(experiment: str) -> Path:
+    """Where an experiment's results go unless ``store`` says: ``outputs/<experiment>/``."""
+    return Path("outputs") / experiment / "results.zarr"
+
+
+def _message(error: BaseException) -> str:
+    first = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {first[0] if first else ''}"[:500]
+
+
+def _failure(future) -> str:
+    """One line on why a future did not finish."""
+    if future.status == "error":
+        return _message(future.exception())
+    return f"the task was {future.status}"
+
+
+def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> None:
+    """Compute the cells the store lacks; record each and flush every ``flush_seconds``."""
+    cells = store.todo()
+    progress = Progress(len(grid.cells()), store.n_done, interval=cfg.progress_seconds)
+    futures = kind.submit(client, grid, cells, cfg=cfg, store=store.path)
+    log.info("%d cells to compute, %d already done", len(cells), store.n_done)
+    watch = WorkerWatch(client, cfg.cluster.wait_for_workers)
+    finished = as_completed(futures)
+    last_flush, pending = time.monotonic(), False
+    try:
+        while not finished.is_empty():
+            batch = finished.next_batch(block=False)
+            done = [future for future in batch if future.status == "finished"]
+            for future, result in zip(done, client.gather(done) if done else [], strict=True):
+                results = result if isinstance(result, list) else [result]
+                for cell, cell_result in zip(futures.pop(future), results, strict=True):
+                    store.record(cell, cell_result.values())
+                progress.advance(finished=len(results))
+            for future in batch:
+                if future in futures and future.status in RECOMPUTED:
+                    # finished, but its result died with a worker before it was gathered:
+                    # the scheduler computes it again, so wait for it again
+                    finished.add(future)
+                elif future in futures:  # not finished: failed after its retries
+                    message = _failure(future)
+                    for cell in futures.pop(future):
+                        store.record_failure(cell, message)
+                        log.warning("cell %s failed: %s", cell, message)
+                        progress.advance(failed=1)
+            pending = pending or bool(batch)
+            if pending and time.monotonic() - last_flush >= cfg.flush_seconds:
+                store.flush()
+                last_flush, pending = time.monotonic(), False
+            if not batch:
+                watch()
+                time.sleep(0.02)
+    finally:
+        store.flush()
+        progress.close()
+
+
+def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
+    """Run the sweep of a composed config into ``store``; the finished cells stay stored
+    whatever happens. ``client`` None starts (and stops) the configured cluster; a given
+    client is used as it is and left open. Raises ``ConfigError`` for a bad config."""
+    kind = kinds.validate(cfg)
+    grid = kind.grid(cfg)
+    store = Path(store)
+    check_writable(store)
+    ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)
+    started = connect(cfg.cluster) if client is None else contextlib.nullcontext(client)
+    with started as client:
+        log.info("Dask scheduler: %s", client.scheduler.address)
+        log.info("Dask dashboard: %s", dashboard_link(client, cfg.cluster))
+        attrs = {"config": public_config(cfg), "start_time": now(), **provenance()}
+        results = ResultStore.open(store, kind.SCHEMA, grid, attrs, overwrite=cfg.overwrite)
+        threads = client.run(blas_threads)
+        low, high = min(threads.values()), max(threads.values())
+        results.update_attrs(
+            workers=len(threads),
+            worker_blas_threads=str(low) if low == high else f"{low} to {high}",
+            timing_blas_threads=cfg.timing.blas_threads,
+        )
+        compute(client, kind, grid, results, cfg)
+        results.update_attrs(end_time=now())
+    return Outcome(store, kind, results.n_failed)
+
+
+def run(overrides: list[str] = (), *, client: Client | None = None) -> xr.Dataset:
+    """The sweep of ``python -m pipeline.sweep <overrides>``, from Python; its results.
+
+    The same config composition and validation as the command line (Hydra's compose API
+    over ``conf/``), the same store (``store=``, default ``outputs/<experiment>/``), the
+    same resume. ``client`` None starts the configured cluster and stops it at the end; a
+    given ``distributed.Client`` is used as it is and left open. Returns the store opened
+    lazily (``pipeline.open_results``); failed cells are marked in its ``failed`` and
+    ``error`` variables (and logged). Raises ``ConfigError`` (one line) for bad overrides.
+
+    >>> from pipeline.sweep import run
+    >>> ds = run(["experiment=smoke", "grid.families=[bell]"])  # doctest: +SKIP
+    >>> float(ds.tv.sel(mode="predict").isel(t=-1).max())  # doctest: +SKIP
+    """
+    cfg, experiment = compose(list(overrides))
+    outcome = sweep(cfg, Path(cfg.store) if cfg.store else default_store(experiment), client=client)
+    if outcome.failed:
+        log.warning("%d cells failed; see the `error` variable", outcome.failed)
+    return open_results(outcome.store)

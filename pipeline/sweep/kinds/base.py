@@ -1,0 +1,147 @@
+"""What every sweep kind shares: the ``SweepKind`` interface and the ``Grid`` base.
+
+A sweep kind turns a config section into cells, runs them as Dask tasks and names what its
+store holds (a ``pipeline.results`` schema). ``pipeline.sweep.kinds`` registers them by the
+store's ``kind`` attribute; the engine (``pipeline.sweep.engine``) looks the kind up and
+runs any kind the same way: resume, progress, failures, flushes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import typing
+from pathlib import Path
+from typing import Any, ClassVar, NamedTuple, Protocol
+
+import numpy as np
+import xarray as xr
+from dask import delayed
+from distributed import Client, Future
+
+from pipeline.results import Schema
+
+_DTYPES = {str: object, int: np.int64, float: np.float64}
+"""A coordinate's dtype by the type of its values."""
+
+
+class Grid:
+    """The cells of one sweep and the coordinates of its store.
+
+    A kind's grid is a frozen dataclass that subclasses this and gives
+
+    - ``Cell``: the ``NamedTuple`` of a cell, whose fields (typed ``str``, ``int`` or
+      ``float``) are the cell dims in the order of every result variable;
+    - ``axes()``: the values of every dim of the store, in coordinate order: the cell dims
+      first, then those of the variables' own axes (``t``, ``epoch``, ``p``);
+    - ``cells()``: every cell, in the order they are computed;
+    - ``identity()``: everything that determines the results' values, as JSON-able values;
+
+    and gets from here the coordinates, a cell's index, the fingerprint a store is checked
+    against, and which cells exist over any of the dims (``in_grid``).
+    """
+
+    Cell: ClassVar[type]
+
+    def axes(self) -> dict[str, tuple]:
+        raise NotImplementedError
+
+    def cells(self) -> list:
+        raise NotImplementedError
+
+    def identity(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def long_names(self) -> dict[str, str]:
+        """Coordinate ``long_name``s that depend on the grid (beyond the schema's)."""
+        return {}
+
+    @property
+    def DIMS(self) -> tuple[str, ...]:
+        return self.Cell._fields
+
+    @functools.cached_property
+    def _positions(self) -> dict[str, dict]:
+        axes = self.axes()
+        return {dim: {value: k for k, value in enumerate(axes[dim])} for dim in self.DIMS}
+
+    def coords(self) -> dict[str, np.ndarray]:
+        """The store's coordinates: a cell dim's dtype follows its ``Cell`` field's type
+        (``str``: object), another dim's its values'."""
+        hints = typing.get_type_hints(self.Cell)
+        coords = {}
+        for dim, values in self.axes().items():
+            kind = hints.get(dim) or type(values[0])
+            coords[dim] = np.array(values, dtype=_DTYPES[kind])
+        return coords
+
+    def index(self, cell) -> tuple[int, ...]:
+        """Positions of ``cell`` along ``DIMS``."""
+        positions = self._positions
+        try:
+            return tuple(positions[dim][value] for dim, value in zip(self.DIMS, cell, strict=True))
+        except KeyError:
+            raise ValueError(f"{cell} is not a cell of this grid") from None
+
+    def fingerprint(self) -> str:
+        """``identity()`` as canonical JSON: a store resumes only a grid of the same one."""
+        return json.dumps(self.identity(), sort_keys=True)
+
+    def in_grid(self, dims: tuple[str, ...]) -> np.ndarray:
+        """bool over ``dims`` (cell dims): whether any cell lies there."""
+        at = [self.DIMS.index(dim) for dim in dims]
+        axes = self.axes()
+        exists = np.zeros([len(axes[dim]) for dim in dims], dtype=bool)
+        for cell in self.cells():
+            index = self.index(cell)
+            exists[tuple(index[k] for k in at)] = True
+        return exists
+
+
+class SweepKind(Protocol):
+    """A kind of sweep: one module per kind in ``pipeline.sweep.kinds`` has this interface.
+
+    - ``SCHEMA``: what its store holds (``pipeline.results``), named by the store's ``kind``;
+    - ``SECTION``: the config section whose presence selects the kind (None: the default,
+      the methods sweep of ``grid``);
+    - ``validate(cfg)``: raise ``ConfigError`` naming the first invalid key of its section;
+    - ``grid(cfg)``: the ``Grid`` of a validated config;
+    - ``submit(client, grid, cells, *, cfg, store)``: send ``cells`` to the Dask ``client``;
+      return each future with the cells its result holds (one result, or a list in order);
+      ``store`` is the store's path (a kind may save files beside it);
+    - ``summary(ds)``: the table the sweep prints at its end.
+    """
+
+    SCHEMA: Schema
+    SECTION: str | None
+
+    def validate(self, cfg) -> None: ...
+
+    def grid(self, cfg) -> Grid: ...
+
+    def submit(self, client, grid: Grid, cells: list, *, cfg, store: Path) -> dict: ...
+
+    def summary(self, ds: xr.Dataset) -> str: ...
+
+
+class Values(NamedTuple):
+    """A cell's results as a mapping (variable name -> value), read by ``values()`` as the
+    methods sweep's ``CellResult`` is: what the training and coupled sweeps' cells return."""
+
+    values_: dict
+
+    def values(self) -> dict:
+        return self.values_
+
+
+def submit_each(
+    client: Client, function, cells: list, *args, prefix: str, retries: int
+) -> dict[Future, list]:
+    """One task ``function(cell, *args)`` per cell, keyed ``<prefix>-<cell>``; the future of
+    each and the cells it computes (the training and coupled sweeps)."""
+    tasks = [
+        delayed(function)(cell, *args, dask_key_name=f"{prefix}-{'-'.join(map(str, cell))}")
+        for cell in cells
+    ]
+    futures = client.compute(tasks, retries=retries)
+    return {future: [cell] for future, cell in zip(futures, cells, strict=True)}

@@ -1,0 +1,137 @@
+"""The methods sweep (the default kind): approximation methods against exact inference.
+
+``grid`` (``pipeline.sweep.config.schema.GridConfig``) names model families and their
+sizes, methods and their settings, seeds, modes and the horizon; every cell runs one
+approximation against its exact reference and stores what ``pipeline.results.methods``
+lists. ``grid`` holds the cells, ``plan`` the shared work as Dask tasks, ``tasks`` what
+the workers run.
+"""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+
+from distributed import Client, Future
+from omegaconf import OmegaConf
+
+from pipeline.methods import METHODS, PluginError
+from pipeline.models import FAMILIES, ParameterError, check_model
+from pipeline.results import methods as results
+from pipeline.sweep.config import ConfigError, check_list
+from pipeline.sweep.config.schema import MODES
+from pipeline.sweep.kinds.methods import plan, tasks
+from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid, family_sizes, grid_methods
+
+SCHEMA = results.SCHEMA
+SECTION = None
+summary = results.summary
+
+
+def grid(cfg) -> MethodsGrid:
+    """The grid of a validated config."""
+    return MethodsGrid.from_config(cfg)
+
+
+def _validate_methods(grid) -> None:
+    key = "grid.p" if grid.p is not None else "grid.methods"
+    for method, settings in grid_methods(grid).items():
+        try:
+            module = METHODS.lookup(method)
+        except PluginError as error:
+            raise ConfigError(key, str(error)) from None
+        except ValueError:
+            raise ConfigError(
+                key, f"unknown method {method!r}; allowed: {', '.join(METHODS)}"
+            ) from None
+        where = key if key == "grid.p" else f"grid.methods.{method}"
+        if not isinstance(settings, typing.Sequence) or isinstance(settings, str):
+            raise ConfigError(where, f"{settings!r} is not allowed; allowed: a list of settings")
+        check_list(where, settings, (int, float), "numbers")
+        for setting in settings:
+            try:
+                module.check(setting)
+            except (TypeError, ValueError) as error:
+                raise ConfigError(where, str(error)) from None
+
+
+def _validate_families(cfg) -> dict[str, list[int]]:
+    """Every family known and usable, its parameters and sizes valid; the sizes."""
+    grid = cfg.grid
+    check_list("grid.families", grid.families, str, ", ".join(FAMILIES))
+    for family in grid.families:
+        try:
+            FAMILIES.lookup(family)
+        except PluginError as error:
+            raise ConfigError("grid.families", str(error)) from None
+        except ValueError:
+            raise ConfigError(
+                "grid.families", f"unknown family {family!r}; allowed: {', '.join(FAMILIES)}"
+            ) from None
+    params = {family: OmegaConf.to_container(cfg.model[family]) for family in grid.families}
+    sizes = family_sizes(grid, params)
+    mapping = isinstance(grid.n_states, typing.Mapping)
+    for family, family_size in sizes.items():
+        key = f"grid.n_states.{family}" if mapping and family in grid.n_states else "grid.n_states"
+        check_list(key, family_size, int, "integers >= 2")
+        for n in family_size:
+            try:
+                check_model(family, n, **params[family])
+            except ParameterError as error:
+                at = key if error.parameter == "n_states" else f"model.{family}.{error.parameter}"
+                raise ConfigError(at, str(error)) from None
+            except ValueError as error:  # a plug-in's check may name no parameter
+                raise ConfigError(f"model.{family}", str(error)) from None
+    return sizes
+
+
+def validate(cfg) -> None:
+    """Raise ``ConfigError`` naming the first invalid key of ``grid`` (and ``model``)."""
+    grid = cfg.grid
+    _validate_families(cfg)
+    _validate_methods(grid)
+    if grid.horizon < 1:
+        raise ConfigError("grid.horizon", f"{grid.horizon} is not allowed; allowed: integers >= 1")
+    check_list("grid.seeds", grid.seeds, int, "integers >= 0")
+    if min(grid.seeds) < 0:
+        raise ConfigError("grid.seeds", f"{min(grid.seeds)} is negative; allowed: integers >= 0")
+    check_list("grid.modes", grid.modes, str, ", ".join(MODES))
+    for mode in grid.modes:
+        if mode not in MODES:
+            raise ConfigError("grid.modes", f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
+    if grid.observe_every < 1:
+        raise ConfigError(
+            "grid.observe_every", f"{grid.observe_every} is not allowed; allowed: integers >= 1"
+        )
+
+
+def plan_settings(grid: MethodsGrid, cfg) -> plan.Settings:
+    """What every model's plan shares, from the grid and the config."""
+    timing = cfg.timing
+    return plan.Settings(
+        horizon=grid.horizon,
+        observe_every=grid.observe_every,
+        timing=tasks.Timing(
+            repeats=timing.repeats,
+            min_seconds=timing.min_seconds,
+            max_repeats=timing.max_repeats,
+            threads=timing.blas_threads,
+        ),
+        gamma_exact_max_states=cfg.gamma_exact_max_states,
+        exact_max_states=cfg.exact_max_states,
+    )
+
+
+def submit(
+    client: Client, grid: MethodsGrid, cells: list[Cell], *, cfg, store: Path
+) -> dict[Future, list[Cell]]:
+    """Every model's plan (``plan.submit``): a future's result is one cell's, or a fused
+    model's list of them."""
+    return plan.submit(
+        client,
+        grid,
+        cells,
+        settings=plan_settings(grid, cfg),
+        retries=cfg.retries,
+        fuse_states=cfg.fuse_states,
+    )
