@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from pipeline.models.family import ParameterError
 from pipeline.models.hmm import HMM
 from pipeline.models.peaked import peaked_rows
 from pipeline.operators import LowRank
@@ -55,16 +56,22 @@ def check(
     temperature: float = 0.5,
     n_observations: int = 64,
 ) -> None:
-    """Raise ``ValueError`` unless n_features, dim, n_observations >= 1 and temperature > 0."""
+    """Raise ``ParameterError`` unless n_features, dim, n_observations >= 1 (integers) and
+    temperature > 0."""
     for name, value in (
         ("n_features", n_features),
         ("dim", dim),
         ("n_observations", n_observations),
     ):
         if isinstance(value, bool) or int(value) != value or value < 1:
-            raise ValueError(f"the kernel family needs {name} >= 1 (an integer), got {value!r}")
+            raise ParameterError(
+                name, f"the kernel family needs {name} >= 1 (an integer), got {value!r}"
+            )
     if not temperature > 0:
-        raise ValueError(f"the kernel family needs temperature > 0, got temperature={temperature}")
+        raise ParameterError(
+            "temperature",
+            f"the kernel family needs temperature > 0, got temperature={temperature}",
+        )
 
 
 def emission_and_prior(rng_seed: int, n_states: int, n_observations: int):

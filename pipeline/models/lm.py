@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.models import corpus as corpora
+from pipeline.models.family import ParameterError
 from pipeline.models.hmm import HMM
 from pipeline.operators import SparsePlusRankOne, toarray
 
@@ -87,15 +88,17 @@ def counts(documents, words: tuple[str, ...]) -> Counts:
 def check(
     n_states: int, *, corpus: str | None = None, alpha: float = 0.01, structured: bool = False
 ) -> None:
-    """Raise unless ``alpha >= 0`` and ``corpus`` (if given) exists; cheap, reads no text.
+    """Raise ``ParameterError`` unless ``alpha >= 0`` and ``corpus`` (if given) exists; cheap,
+    reads no text.
 
     Whether the corpus has enough word types is only known once it is read (``build``).
     """
     if not alpha >= 0:
-        raise ValueError(f"the lm family needs alpha >= 0, got alpha={alpha}")
+        raise ParameterError("alpha", f"the lm family needs alpha >= 0, got alpha={alpha}")
     if corpus is not None and not os.path.exists(corpus):
-        raise FileNotFoundError(
-            f"corpus {str(corpus)!r} does not exist; give a text file or a folder of text files"
+        raise ParameterError(
+            "corpus",
+            f"corpus {str(corpus)!r} does not exist; give a text file or a folder of text files",
         )
 
 
