@@ -23,8 +23,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.hmmlm.evidence import Statistics, products
-from pipeline.operators import LowRank, entry_rows
+from pipeline.hmmlm.evidence import Statistics
+from pipeline.operators import LowRank, batch_products, entry_rows
 from pipeline.operators.lowrank import band_pattern
 
 
@@ -109,7 +109,7 @@ def _kernel_gradient(p: Kernel, s: Statistics) -> Kernel:
     parts = kernel_parts(p)
     T, L, R, z = parts.T, parts.L, parts.R, parts.z
     A, Gam = s.before, s.after
-    h = np.einsum("ki,ki->i", A, products(T).backward(Gam))  # h_i = sum_j G_ij T_ij
+    h = np.einsum("ki,ki->i", A, batch_products(T).backward(Gam))  # h_i = sum_j G_ij T_ij
     Lz = T.left
     # The band, diagonal by diagonal (offset o: entries (i, i + o)): G there, and the sums
     # over each row's and each column's band that the kernel's entries leave out.

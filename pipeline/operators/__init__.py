@@ -14,8 +14,9 @@ Operations (``pipeline.operators.base``, one ``functools.singledispatch``
 function each, registered by every format): ``as_operator``, ``check_entries``,
 ``row_sums``, ``rows``, ``columns``, ``entries_at``, ``toarray``,
 ``stored_entries``, ``count_nonzero``, ``step_work``, ``layout`` (what the
-compiled forward recursion reads), ``mixing_rate_part``, ``doeblin_lower_bound``,
-``peaks`` and ``row_blocks`` (for row selection). This package is the only
+compiled forward recursion reads), ``batch_products`` (the products of a batched
+forward-backward recursion, ``pipeline.hmmlm``), ``mixing_rate_part``,
+``doeblin_lower_bound``, ``peaks`` and ``row_blocks`` (for row selection). This package is the only
 place that asks which format a matrix has: a new format is one module that
 registers these, plus its contract tests (``tests/operators``).
 
@@ -33,8 +34,10 @@ from pipeline.operators import csr, dense, lowrank, structured  # noqa: F401 - e
 from pipeline.operators.base import (
     DenseRows,
     Peaks,
+    Products,
     SparseRows,
     as_operator,
+    batch_products,
     check_entries,
     columns,
     count_nonzero,
@@ -62,9 +65,11 @@ __all__ = [
     "LowRank",
     "Matrix",
     "Peaks",
+    "Products",
     "SparsePlusRankOne",
     "SparseRows",
     "as_operator",
+    "batch_products",
     "check_entries",
     "columns",
     "count_nonzero",

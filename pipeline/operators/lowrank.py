@@ -189,6 +189,20 @@ def _(T: LowRank) -> forward.LowRank:
     return forward.LowRank(csr_layout(correction), T.left, T.right)
 
 
+@base.batch_products.register
+def _(T: LowRank) -> base.Products:
+    # Two thin products per step, plus the band's correction: its entries minus the
+    # product's there.
+    correction = sp.csr_array(
+        (T.band.data - T.product_at_band(), T.band.indices, T.band.indptr), T.band.shape
+    )
+    transposed = correction.T.tocsr()
+    return base.Products(
+        lambda X: (X @ T.left) @ T.right.T + (transposed @ X.T).T,
+        lambda Y: (Y @ T.right) @ T.left.T + (correction @ Y.T).T,
+    )
+
+
 @base.mixing_rate_part.register
 def _(T: LowRank, which: np.ndarray) -> float:
     n, m = T.shape
