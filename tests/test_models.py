@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from pipeline.corpus import read_documents, tokenize, vocabulary
 from pipeline.hmmlm import saved
 from pipeline.hmmlm.parameters import initial
 from pipeline.models import (
@@ -14,10 +15,8 @@ from pipeline.models import (
     check_model,
     dirichlet,
     family_parameters,
-    lm,
     seeded,
 )
-from pipeline.models.corpus import read_documents, stdlib_documents, tokenize
 from pipeline.models.weather import STATES
 from pipeline.operators import toarray
 
@@ -154,7 +153,7 @@ class TestLM:
     def test_brute_force_bigrams(self, corpus):
         # Word counts: the 3, cat 2, sat 2, ran 1, a 1, dog 1, end 1.
         hmm = build_model("lm", 4, corpus=str(corpus), alpha=0.5)
-        words = lm.vocabulary(read_documents(corpus), 4)
+        words = vocabulary(read_documents(corpus), 4)
         assert words == ("the", "cat", "sat", "<unk>")
         tokens = [w if w in words else "<unk>" for w in tokenize(self.TEXT)]
         pairs = list(itertools.pairwise(tokens))
@@ -196,10 +195,6 @@ class TestLM:
         with pytest.raises(ValueError, match="alpha >= 0"):
             build_model("lm", 5, corpus=str(tmp_path), alpha=-1)
         assert not seeded("lm") and not seeded("uniform") and seeded("bell")
-
-    def test_default_corpus_is_large_enough_for_the_paper(self):
-        words = lm.vocabulary(stdlib_documents(), 7620)
-        assert len(words) == 7620 and words[-1] == "<unk>" and "the" in words[:5]
 
 
 class TestPeaked:
