@@ -46,11 +46,11 @@ from pipeline.hmmlm.parameters import gradient, initial, softmax_rows, transitio
 from pipeline.inference import filtering, predict
 from pipeline.kernels import forward
 from pipeline.methods import approximate
+from pipeline.methods.topp import topp_hmm, topp_matrix
 from pipeline.metrics import minimal_mixing_rate, total_variation
 from pipeline.models import HMM, build_model
 from pipeline.operators import toarray
 from pipeline.sweep.provenance import blas, cpu, memory
-from pipeline.topp import topp_hmm, topp_matrix
 
 REPEATS = 7
 TARGETS: list[tuple[str, str, bool]] = []
