@@ -1,10 +1,11 @@
-"""HMM LM parameterisations (seed 002) and the gradient of the log evidence in each.
+"""HMM LM parameterisations and the gradient of the log evidence in each.
 
 Every parameterisation has prior logits (n,) and emission logits (n, V) with a
 softmax per row; the transitions are either
 
 - ``Softmax``: free logits (n, n), a softmax per row: O(n^2) per step;
-- ``Kernel``: seed 002's generalised softmax ``T = diag(1/z) phi(U) phi(V)^T`` with
+- ``Kernel``: the generalised softmax of Chiu, Deng, Rush ("Scaling Hidden Markov
+  Language Models") ``T = diag(1/z) phi(U) phi(V)^T`` with
   ``phi(u) = exp(W u - |u|^2 / 2)``, embeddings ``U``, ``V`` (n, d) and features
   ``W`` (F, d), O(n F) per step; with ``band`` logits (n, 2 delta - 1) the
   entries ``|i - j| < delta`` are ``exp(band) / z`` instead, normalised together

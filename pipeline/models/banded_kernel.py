@@ -1,4 +1,5 @@
-"""Banded kernel HMMs (seed 002, Section 7): a band of free logits plus the kernel.
+"""Banded kernel HMMs: a band of free logits plus the kernel (Chiu, Deng, Rush, "Scaling
+Hidden Markov Language Models", Section 7).
 
 The entries ``|i - j| < delta`` of each transition row come from their own
 logits, ``exp(theta_ij)`` with ``theta_ij`` standard normal, and replace the

@@ -1,4 +1,5 @@
-"""A trained HMM language model (seed 002) as a model family: ``hmmlm``.
+"""A trained HMM language model (Chiu, Deng, Rush, "Scaling Hidden Markov Language
+Models") as a model family: ``hmmlm``.
 
 ``build_model("hmmlm", n, path=...)`` reads a model saved by the training sweep
 (``python -m pipeline.sweep experiment=lm_scaling`` writes one ``.npz`` per cell,

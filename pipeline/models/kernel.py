@@ -1,7 +1,7 @@
-"""Kernel HMMs (seed 002): transitions from a generalised softmax with a finite feature map.
+"""Kernel HMMs: transitions from a generalised softmax with a finite feature map.
 
 ``T = diag(1/Z) phi(U) phi(V)^T`` with ``phi(u) = exp(W u - ||u||^2 / 2)``
-("Scaling Hidden Markov Language Models", Section 4): state embeddings ``U``
+(Chiu, Deng, Rush, "Scaling Hidden Markov Language Models", Section 4): state embeddings ``U``
 and ``V`` (n x d), a feature matrix ``W`` (F x d), and the row normalisers
 ``Z_i = phi(u_i) . sum_j phi(v_j)``. With ``W``'s rows standard normal, the
 kernel ``phi(u) . phi(v)`` is a positive random-feature estimate of

@@ -8,7 +8,8 @@ Formats, one module each:
 - ``structured``: ``SparsePlusRankOne``, ``S + outer(u, v)`` kept factored, for
   exact models of 10^5 to 10^6 states that are peaks on a flat background;
 - ``lowrank``: ``LowRank``, ``left @ right.T`` with an optional band kept exactly,
-  the kernel (feature-map) transitions of seed 002 and the ``lowrank`` methods' fits.
+  the feature-map transitions of kernel HMMs (Chiu, Deng, Rush, "Scaling Hidden Markov
+  Language Models") and the ``lowrank`` methods' fits.
 
 Operations (``pipeline.operators.base``, one ``functools.singledispatch``
 function each, registered by every format): ``as_operator``, ``check_entries``,

@@ -1,7 +1,7 @@
-"""Low-rank matrices, optionally with a band kept exactly: the kernel transitions of seed 002.
+"""Low-rank matrices, optionally with a band kept exactly: the transitions of kernel HMMs.
 
-A generalised softmax with a finite feature map ("Scaling Hidden Markov
-Language Models", Section 4) makes the transition matrix
+A generalised softmax with a finite feature map (Chiu, Deng, Rush, "Scaling Hidden
+Markov Language Models", Section 4) makes the transition matrix
 ``diag(d) phi(U) phi(V)^T``: a non-negative rank-F product, so a step costs
 O(n F) instead of O(n^2) and the n x n matrix never exists. Section 7 keeps a
 band ``|i - j| < delta`` of separately parameterised entries and normalises
