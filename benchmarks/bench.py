@@ -20,7 +20,7 @@ repeats, medians, ratios. Machines are shared and noisy; trust the ratios.
 3. gamma of the 7620-state LM HMM and the top-p build of its transitions;
 4. sweep throughput on 1 and 2 workers, per-cell overhead, and the same grid
    as a Hydra multirun of single cells;
-5. seed 002: the kernel (low-rank) step against the dense step of the same
+5. kernel HMMs: the kernel (low-rank) step against the dense step of the same
    matrix, n = 1000 to 10^6, with GB/s against the read bandwidth, and the
    banded kernel's step; training tokens per second (a gradient step of the
    evidence), full softmax against kernels of 4 and 8 states per feature.
@@ -46,11 +46,11 @@ from pipeline.hmmlm.parameters import gradient, initial, softmax_rows, transitio
 from pipeline.inference import filtering, predict
 from pipeline.kernels import forward
 from pipeline.methods import approximate
+from pipeline.methods.topp import topp_hmm, topp_matrix
 from pipeline.metrics import minimal_mixing_rate, total_variation
 from pipeline.models import HMM, build_model
 from pipeline.operators import toarray
 from pipeline.sweep.provenance import blas, cpu, memory
-from pipeline.topp import topp_hmm, topp_matrix
 
 REPEATS = 7
 TARGETS: list[tuple[str, str, bool]] = []
@@ -491,7 +491,7 @@ def lm_costs() -> None:
 
 def lowrank_steps(bandwidth: float) -> None:
     print(
-        "\n5. Seed 002: a kernel step (two thin BLAS products, F = 64 features) against the "
+        "\n5. Kernel HMMs: a kernel step (two thin BLAS products, F = 64 features) against the "
         f"dense step of the same matrix, 20 steps, median of {REPEATS} alternating runs, one "
         f"BLAS thread; GB/s against {bandwidth / 1e9:.1f} GB/s read bandwidth"
     )

@@ -1,4 +1,5 @@
-"""Seed 001's costs over chains k and states per chain n, run by hand:
+"""Costs of Thon and Kersting's coupled-HMM inference by chains k and states per chain n,
+run by hand:
 
     python benchmarks/coupled.py [--out docs/coupled/scaling.png]
 

@@ -64,8 +64,8 @@ def _warm(_=None) -> None:
     import numpy as np
 
     from pipeline.inference import filtering
+    from pipeline.methods.topp import topp_hmm
     from pipeline.models import build_model
-    from pipeline.topp import topp_hmm
 
     hmm = build_model("bell", 10)
     filtering(hmm, np.zeros(3, int))

@@ -5,8 +5,18 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipeline.models import HMM, build_model, dirichlet, family_parameters, lm, seeded
-from pipeline.models.corpus import read_documents, stdlib_documents, tokenize
+from pipeline.corpus import read_documents, tokenize, vocabulary
+from pipeline.hmmlm import saved
+from pipeline.hmmlm.parameters import initial
+from pipeline.models import (
+    HMM,
+    ParameterError,
+    build_model,
+    check_model,
+    dirichlet,
+    family_parameters,
+    seeded,
+)
 from pipeline.models.weather import STATES
 from pipeline.operators import toarray
 
@@ -143,7 +153,7 @@ class TestLM:
     def test_brute_force_bigrams(self, corpus):
         # Word counts: the 3, cat 2, sat 2, ran 1, a 1, dog 1, end 1.
         hmm = build_model("lm", 4, corpus=str(corpus), alpha=0.5)
-        words = lm.vocabulary(read_documents(corpus), 4)
+        words = vocabulary(read_documents(corpus), 4)
         assert words == ("the", "cat", "sat", "<unk>")
         tokens = [w if w in words else "<unk>" for w in tokenize(self.TEXT)]
         pairs = list(itertools.pairwise(tokens))
@@ -162,7 +172,7 @@ class TestLM:
         assert read_documents(tmp_path) == (self.TEXT,)
         with pytest.raises(ValueError, match=r"7 word types; n_states=9 needs at least 8 \("):
             build_model("lm", 9, corpus=str(corpus))
-        with pytest.raises(FileNotFoundError, match=r"corpus '.*nowhere' does not exist"):
+        with pytest.raises(ParameterError, match=r"corpus '.*nowhere' does not exist"):
             build_model("lm", 3, corpus=str(tmp_path / "nowhere"))
 
     def test_maximum_likelihood_bigrams_restart_at_a_document_start(self, tmp_path):
@@ -185,10 +195,6 @@ class TestLM:
         with pytest.raises(ValueError, match="alpha >= 0"):
             build_model("lm", 5, corpus=str(tmp_path), alpha=-1)
         assert not seeded("lm") and not seeded("uniform") and seeded("bell")
-
-    def test_default_corpus_is_large_enough_for_the_paper(self):
-        words = lm.vocabulary(stdlib_documents(), 7620)
-        assert len(words) == 7620 and words[-1] == "<unk>" and "the" in words[:5]
 
 
 class TestPeaked:
@@ -284,3 +290,55 @@ class TestKernel:
         ):
             with pytest.raises(ValueError, match=message):
                 build_model(family, 20, **params)
+
+
+class TestParameterErrors:
+    """Every built-in family's check names the parameter at fault in a one-line error."""
+
+    @pytest.fixture
+    def saved_model(self, tmp_path):
+        path = tmp_path / "model.npz"
+        saved.save(path, initial("softmax", 4, 3), ("a", "b", "<unk>"))
+        return str(path)
+
+    @pytest.mark.parametrize(
+        "family, n_states, params, parameter",
+        [
+            ("bell", 5, {}, "n_states"),
+            ("dirichlet", 10, {"alpha": 0}, "alpha"),
+            ("dirichlet", 10, {"n_observations": 0}, "n_observations"),
+            ("peaked", 20, {"support": 21}, "support"),
+            ("peaked", 20, {"alpha": -1}, "alpha"),
+            ("peaked", 20, {"background": 1.0}, "background"),
+            ("uniform", 1, {}, "n_states"),
+            ("weather", 7, {}, "n_states"),
+            ("lm", 10, {"alpha": -0.5}, "alpha"),
+            ("lm", 10, {"corpus": "/no/such/corpus.txt"}, "corpus"),
+            ("lm_smoothed", 10, {"corpus": "/no/such/corpus.txt"}, "corpus"),
+            ("kernel", 10, {"temperature": 0}, "temperature"),
+            ("kernel", 10, {"n_features": 0}, "n_features"),
+            ("kernel", 10, {"dim": 1.5}, "dim"),
+            ("kernel", 10, {"n_observations": 0}, "n_observations"),
+            ("banded_kernel", 10, {"delta": 6}, "delta"),
+            ("banded_kernel", 10, {"band_mass": 1.0}, "band_mass"),
+            ("banded_kernel", 10, {"temperature": -1}, "temperature"),
+            ("hmmlm", 4, {}, "path"),
+            ("hmmlm", 4, {"path": "/no/such/model.npz"}, "path"),
+        ],
+    )
+    def test_the_parameter_at_fault_is_named(self, family, n_states, params, parameter):
+        with pytest.raises(ParameterError) as caught:
+            check_model(family, n_states, **params)
+        assert caught.value.parameter == parameter
+        assert parameter in str(caught.value) and "\n" not in str(caught.value)
+
+    def test_a_saved_hmm_lm_of_another_size_or_no_model_is_named(self, saved_model, tmp_path):
+        with pytest.raises(ParameterError, match=r"4 states, not n_states=5$") as caught:
+            check_model("hmmlm", 5, path=saved_model)
+        assert caught.value.parameter == "n_states"
+        text = tmp_path / "notes.txt"
+        text.write_text("not a model")
+        with pytest.raises(ParameterError, match="not a model saved by the training") as caught:
+            check_model("hmmlm", 4, path=str(text))
+        assert caught.value.parameter == "path"
+        assert build_model("hmmlm", 4, path=saved_model).n_states == 4

@@ -1,4 +1,7 @@
-"""Weakly coupled (relational) HMMs, seed 001: k chains, each moving given the joint state.
+"""Weakly coupled (relational) HMMs: k chains, each moving given the joint state.
+
+The models and the chain-by-chain inference of Thon and Kersting, "Distributed Relational
+State Representations for Complex Stochastic Processes":
 
 - ``model``: the ``CoupledHMM`` container (per-chain priors, own and pairwise transition
   tables mixed by ``weights``, per-chain emissions; every chain's symbol or the set of
@@ -9,7 +12,7 @@
   quartet in ``conf/relational``) grounded into a ``CoupledHMM``;
 - ``exact``: filtering, smoothing and Viterbi on the joint chain by its structured operator;
 - ``meanfield``: the structured mean field, online (filtering) and over a sequence (smoothing);
-- ``viterbi``: the chain-wise Viterbi of the seed's equations (a) to (d);
+- ``viterbi``: the chain-wise Viterbi of Thon and Kersting's equations (a) to (d);
 - ``compare``: every method against exact on one sequence (what the coupled sweep stores).
 
 >>> import numpy as np

@@ -1,7 +1,7 @@
 """The ``coupled`` family: seeded, weakly coupled mixed-memory chains for sweeps.
 
 Chain i moves by ``P(x'_i | x) = (1 - eps) A_i[x_i] + eps / (k - 1) sum_{j != i} B_ij[x_j]``
-(Saul and Jordan's mixed-memory Markov model, which seed 001 lifts): with probability
+(Saul and Jordan's mixed-memory Markov model, which Thon and Kersting lift): with probability
 ``1 - eps`` by its own table, else by the table of another chain's state, that chain
 chosen uniformly. ``eps = 0`` makes k independent chains. Every row of ``A_i``, ``B_ij``,
 the priors and the emissions is a symmetric Dirichlet(``alpha``) draw, seeded by

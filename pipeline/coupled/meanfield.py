@@ -1,4 +1,7 @@
-"""Structured mean field for coupled HMMs (seed 001): chain by chain, the others as marginals.
+"""Structured mean field for coupled HMMs: chain by chain, the others as marginals.
+
+Inference chain by chain, as Thon and Kersting ("Distributed Relational State
+Representations for Complex Stochastic Processes") propose for weakly coupled HMMs.
 
 Each chain is a tractable HMM once the other chains are replaced by marginals
 ``q_j(x_{j,t})``. Three kinds of factor join chain i to the others, and each reaches chain

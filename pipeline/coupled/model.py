@@ -1,4 +1,7 @@
-"""The weakly coupled HMM container (seed 001): k chains, each moving given the joint state.
+"""The weakly coupled HMM container: k chains, each moving given the joint state.
+
+The models of Thon and Kersting, "Distributed Relational State Representations for Complex
+Stochastic Processes", written out.
 
 Chain ``i`` has ``n_i`` states; a joint state is ``x = (x_0, ..., x_{k-1})``, numbered
 ``np.ravel_multi_index(x, sizes)`` (chain 0 most significant). Each chain picks its next

@@ -1,4 +1,4 @@
-"""Chain-wise Viterbi (seed 001, equations (a) to (d)): one chain's path at a time.
+"""Chain-wise Viterbi (Thon and Kersting, equations (a) to (d)): one chain's path at a time.
 
 Start from each chain's own Viterbi path with the other chains ignored (replaced by
 uniform marginals, ``pipeline.coupled.meanfield``). Then, in turn, re-run each chain's

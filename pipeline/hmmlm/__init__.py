@@ -1,4 +1,5 @@
-"""HMM language models trained with seed 002's parameterisations.
+"""HMM language models trained with the parameterisations of Chiu, Deng, Rush, "Scaling
+Hidden Markov Language Models".
 
 - ``parameters``: the full softmax and the kernel (feature-map) transitions, with
   or without a band, and the gradient of the log evidence in each;

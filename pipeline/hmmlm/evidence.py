@@ -1,10 +1,11 @@
 """The evidence of token sequences under an HMM LM and the statistics of its gradient.
 
 A batch of B sequences of T tokens runs the scaled forward-backward recursion
-with batched products, so a step costs what the transition format costs: O(n^2)
-for a dense matrix, O(n F) for a ``LowRank`` one (and O(n delta) more for its
-band). The gradient of ``log P(tokens)`` with respect to the transition matrix
-is ``G = sum_t alpha_{t-1}^T g_t`` (``alpha_{t-1}`` the filtered beliefs, ``g_t``
+with the format's batched products (``pipeline.operators.batch_products``), so a
+step costs what the transition format costs: O(n^2) for a dense matrix, O(n F)
+for a ``LowRank`` one (and O(n delta) more for its band). The gradient of
+``log P(tokens)`` with respect to the transition matrix is
+``G = sum_t alpha_{t-1}^T g_t`` (``alpha_{t-1}`` the filtered beliefs, ``g_t``
 the emission-weighted backward messages over the scale); it is returned as its
 two factors, never as an n x n matrix, so each parameterisation contracts it in
 its own cost (``pipeline.hmmlm.parameters``).
@@ -12,13 +13,11 @@ its own cost (``pipeline.hmmlm.parameters``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
-from pipeline.operators import LowRank
+from pipeline.operators import batch_products
 
 
 class Statistics(NamedTuple):
@@ -39,33 +38,6 @@ class Statistics(NamedTuple):
     after: np.ndarray
 
 
-class Products(NamedTuple):
-    """A transition matrix's two batched products, made once per matrix.
-
-    forward : ``X @ T`` for a batch of row vectors ``X`` (B, n).
-    backward : ``Y @ T.T`` (each row ``T @ y``) for a batch ``Y`` (B, n).
-    """
-
-    forward: Callable[[np.ndarray], np.ndarray]
-    backward: Callable[[np.ndarray], np.ndarray]
-
-
-def products(T) -> Products:
-    """The products of a dense or ``LowRank`` ``T``: two thin products per step for a
-    ``LowRank``, plus its band correction (the band's entries minus the product there)."""
-    if not isinstance(T, LowRank):
-        return Products(lambda X: X @ T, lambda Y: Y @ T.T)
-    band = T.band
-    correction = sp.csr_array(
-        (band.data - T.product_at_band(), band.indices, band.indptr), band.shape
-    )
-    transposed = correction.T.tocsr()
-    return Products(
-        lambda X: (X @ T.left) @ T.right.T + (transposed @ X.T).T,
-        lambda Y: (Y @ T.right) @ T.left.T + (correction @ Y.T).T,
-    )
-
-
 def _forward(prior: np.ndarray, step, likelihood: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Filtered beliefs ``alpha`` (B, T, n) and scales ``c`` (B, T) of the forward recursion
     with the product ``step`` over the emission likelihoods ``likelihood`` (B, T, n)."""
@@ -84,7 +56,7 @@ def _forward(prior: np.ndarray, step, likelihood: np.ndarray) -> tuple[np.ndarra
 def log_evidence(prior: np.ndarray, T, emission: np.ndarray, tokens: np.ndarray) -> float:
     """``sum over sequences of log P(tokens)`` by the forward recursion alone (arguments as
     for ``statistics``)."""
-    return float(np.log(_forward(prior, products(T).forward, emission.T[tokens])[1]).sum())
+    return float(np.log(_forward(prior, batch_products(T).forward, emission.T[tokens])[1]).sum())
 
 
 def statistics(prior: np.ndarray, T, emission: np.ndarray, tokens: np.ndarray) -> Statistics:
@@ -93,12 +65,13 @@ def statistics(prior: np.ndarray, T, emission: np.ndarray, tokens: np.ndarray) -
     Parameters
     ----------
     prior : (n,) ``P(S_0)``.
-    T : (n, n) dense or ``LowRank``, row-stochastic.
+    T : (n, n) row-stochastic, in any format (dense and ``LowRank`` are what the
+        parameterisations make).
     emission : (n, V) ``P(token | state)``, dense.
     tokens : (B, T) int in ``0..V - 1``.
     """
     likelihood = emission.T[tokens]  # (B, T, n)
-    step = products(T)
+    step = batch_products(T)
     alpha, scale = _forward(prior, step.forward, likelihood)
     B, steps, n = alpha.shape
     beta = np.empty((B, steps, n))

@@ -1,10 +1,11 @@
-"""HMM LM parameterisations (seed 002) and the gradient of the log evidence in each.
+"""HMM LM parameterisations and the gradient of the log evidence in each.
 
 Every parameterisation has prior logits (n,) and emission logits (n, V) with a
 softmax per row; the transitions are either
 
 - ``Softmax``: free logits (n, n), a softmax per row: O(n^2) per step;
-- ``Kernel``: seed 002's generalised softmax ``T = diag(1/z) phi(U) phi(V)^T`` with
+- ``Kernel``: the generalised softmax of Chiu, Deng, Rush ("Scaling Hidden Markov
+  Language Models") ``T = diag(1/z) phi(U) phi(V)^T`` with
   ``phi(u) = exp(W u - |u|^2 / 2)``, embeddings ``U``, ``V`` (n, d) and features
   ``W`` (F, d), O(n F) per step; with ``band`` logits (n, 2 delta - 1) the
   entries ``|i - j| < delta`` are ``exp(band) / z`` instead, normalised together
@@ -23,8 +24,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.hmmlm.evidence import Statistics, products
-from pipeline.operators import LowRank, entry_rows
+from pipeline.hmmlm.evidence import Statistics
+from pipeline.operators import LowRank, batch_products, entry_rows
 from pipeline.operators.lowrank import band_pattern
 
 
@@ -109,7 +110,7 @@ def _kernel_gradient(p: Kernel, s: Statistics) -> Kernel:
     parts = kernel_parts(p)
     T, L, R, z = parts.T, parts.L, parts.R, parts.z
     A, Gam = s.before, s.after
-    h = np.einsum("ki,ki->i", A, products(T).backward(Gam))  # h_i = sum_j G_ij T_ij
+    h = np.einsum("ki,ki->i", A, batch_products(T).backward(Gam))  # h_i = sum_j G_ij T_ij
     Lz = T.left
     # The band, diagonal by diagonal (offset o: entries (i, i + o)): G there, and the sums
     # over each row's and each column's band that the kernel's entries leave out.

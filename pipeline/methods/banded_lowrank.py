@@ -1,7 +1,8 @@
 """Banded + low-rank: the band ``|i - j| < DELTA`` kept exactly, the rest a rank-r fit.
 
-Seed 002's Section 7 adds a band to the kernel so that local structure the low
-rank cannot express stays exact. As an approximation method: the entries of
+Kernel HMMs add a band to the kernel (Chiu, Deng, Rush, "Scaling Hidden Markov
+Language Models", Section 7) so that local structure the low rank cannot express
+stays exact. As an approximation method: the entries of
 the band ``|i - j| < DELTA`` keep their exact values, and the others are fitted
 by weighted KL-NMF (``pipeline.methods.lowrank.fit`` with the band masked
 out) and rescaled per row to the row's exact off-band mass, so every row is a

@@ -1,9 +1,10 @@
-"""Low-rank: the best non-negative rank-r row-stochastic fit of the transitions (seed 002).
+"""Low-rank: the best non-negative rank-r row-stochastic fit of the transitions.
 
-Seed 002 makes a step O(n F) by parameterising the transitions as a rank-F
-non-negative product. As an approximation method of ANY model this is the
-fit ``T ~ W H`` with ``W`` (n, r) and ``H`` (r, n) non-negative and both
-row-stochastic, which minimises the generalised KL divergence
+Kernel HMMs (Chiu, Deng, Rush, "Scaling Hidden Markov Language Models") make a
+step O(n F) by parameterising the transitions as a rank-F non-negative product.
+As an approximation method of ANY model this is the fit ``T ~ W H`` with
+``W`` (n, r) and ``H`` (r, n) non-negative and both row-stochastic, which
+minimises the generalised KL divergence
 ``sum_ij T_ij log(T_ij / (WH)_ij) - T_ij + (WH)_ij`` by Lee and Seung's
 multiplicative updates. Every stationary point of KL-NMF keeps the row sums
 of ``T`` (Ho and Van Dooren 2008), so the fit is a stochastic matrix up to the

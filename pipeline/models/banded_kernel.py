@@ -1,4 +1,5 @@
-"""Banded kernel HMMs (seed 002, Section 7): a band of free logits plus the kernel.
+"""Banded kernel HMMs: a band of free logits plus the kernel (Chiu, Deng, Rush, "Scaling
+Hidden Markov Language Models", Section 7).
 
 The entries ``|i - j| < delta`` of each transition row come from their own
 logits, ``exp(theta_ij)`` with ``theta_ij`` standard normal, and replace the
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.models import kernel
+from pipeline.models.family import ParameterError
 from pipeline.models.hmm import HMM
 from pipeline.operators import LowRank, entry_rows
 from pipeline.operators.lowrank import band_pattern
@@ -24,14 +26,17 @@ GAMMA_EXACT_MAX_STATES = kernel.GAMMA_EXACT_MAX_STATES
 
 
 def check(n_states: int, *, delta: int = 3, band_mass: float = 0.5, **kernel_params) -> None:
-    """Raise ``ValueError`` unless 1 <= delta <= n_states / 2, 0 < band_mass < 1 and the
+    """Raise ``ParameterError`` unless 1 <= delta <= n_states / 2, 0 < band_mass < 1 and the
     kernel's parameters (``pipeline.models.kernel.check``) are valid."""
     if isinstance(delta, bool) or int(delta) != delta or not 1 <= delta <= n_states / 2:
-        raise ValueError(
-            f"the banded_kernel family needs an integer 1 <= delta <= n_states / 2, got {delta!r}"
+        raise ParameterError(
+            "delta",
+            f"the banded_kernel family needs an integer 1 <= delta <= n_states / 2, got {delta!r}",
         )
     if not 0 < band_mass < 1:
-        raise ValueError(f"the banded_kernel family needs 0 < band_mass < 1, got {band_mass}")
+        raise ParameterError(
+            "band_mass", f"the banded_kernel family needs 0 < band_mass < 1, got {band_mass}"
+        )
     kernel.check(n_states, **kernel_params)
 
 

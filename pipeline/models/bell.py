@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.models.family import ParameterError
 from pipeline.models.hmm import HMM
 from pipeline.operators import SparsePlusRankOne
 
@@ -56,9 +57,9 @@ def centres(n_states: int, seed: int) -> np.ndarray:
 
 
 def check(n_states: int, *, structured: bool = False) -> None:
-    """Raise ``ValueError`` unless ``n_states >= 6`` (five bell states and a background)."""
+    """Raise ``ParameterError`` unless ``n_states >= 6`` (five bell states and a background)."""
     if n_states < BELL.size + 1:
-        raise ValueError(f"the bell family needs n_states >= 6, got {n_states}")
+        raise ParameterError("n_states", f"the bell family needs n_states >= 6, got {n_states}")
 
 
 def build(n_states: int, seed: int = 0, *, structured: bool = False) -> HMM:

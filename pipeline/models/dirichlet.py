@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.models.family import ParameterError
 from pipeline.models.hmm import HMM
 
 CHUNK_ENTRIES = 2**20
@@ -44,11 +45,14 @@ def dirichlet_rows(
 
 
 def check(n_states: int, *, alpha: float = 0.1, n_observations: int | None = None) -> None:
-    """Raise ``ValueError`` unless ``alpha > 0`` and ``n_observations`` is None or >= 1."""
+    """Raise ``ParameterError`` unless ``alpha > 0`` and ``n_observations`` is None or >= 1."""
     if not alpha > 0:
-        raise ValueError(f"the dirichlet family needs alpha > 0, got alpha={alpha}")
+        raise ParameterError("alpha", f"the dirichlet family needs alpha > 0, got alpha={alpha}")
     if n_observations is not None and n_observations < 1:
-        raise ValueError(f"the dirichlet family needs n_observations >= 1, got {n_observations}")
+        raise ParameterError(
+            "n_observations",
+            f"the dirichlet family needs n_observations >= 1, got {n_observations}",
+        )
 
 
 def build(

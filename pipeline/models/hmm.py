@@ -1,6 +1,7 @@
-"""The hidden Markov model container: three validated arrays, no algorithms.
+"""The hidden Markov model container: three validated arrays, no inference.
 
-Conventions (Section 2 of the top-p paper, written row-stochastically):
+Conventions (Section 2 of Marwitz, Möller, Bender, Gehrke, "Denoising the Future:
+Top-p Distributions for Moving Through Time", written row-stochastically):
 
 - ``prior[i] = P(S_0 = i)``, shape ``(n_states,)``;
 - ``transition[i, j] = P(S_{t+1} = j | S_t = i)``, shape ``(n_states, n_states)``;
@@ -8,6 +9,12 @@ Conventions (Section 2 of the top-p paper, written row-stochastically):
 
 The paper prints its tables with one column per *current* state; they are the
 transposes of ``transition`` here.
+
+``HMM`` holds the three, the matrices in any format of ``pipeline.operators`` (dense,
+CSR, ``SparsePlusRankOne``, ``LowRank``), checks them when made (``validate_rows``:
+entries finite and non-negative, rows summing to 1 within ``ROW_SUM_TOLERANCE``), and
+keeps the transitions' layout for the compiled forward recursion once it is made
+(``transition_layout``).
 """
 
 from __future__ import annotations
@@ -43,15 +50,15 @@ def validate_rows(name: str, matrix: Matrix, *, vector: bool = False) -> None:
 
 @dataclass(frozen=True, eq=False)
 class HMM:
-    """A hidden Markov model with dense, CSR or structured transition and emission matrices.
+    """A hidden Markov model with transition and emission matrices in any operator format.
 
     Parameters
     ----------
     prior : array, shape (n_states,)
         Initial state distribution ``P(S_0)``. Always stored dense.
-    transition : ndarray, csr_array or SparsePlusRankOne, shape (n_states, n_states)
+    transition : ndarray, csr_array, SparsePlusRankOne or LowRank, shape (n_states, n_states)
         Row-stochastic transition matrix ``P(S_{t+1} = j | S_t = i)``.
-    emission : ndarray, csr_array or SparsePlusRankOne, shape (n_states, n_observations)
+    emission : ndarray, csr_array, SparsePlusRankOne or LowRank, shape (n_states, n_observations)
         Row-stochastic emission matrix ``P(O_t = o | S_t = i)``.
 
     Every matrix is put in its canonical format (``pipeline.operators.as_operator``:
@@ -59,7 +66,7 @@ class HMM:
     ``ValueError`` naming the offending array, row and value when shapes
     disagree, an entry is negative or not finite, or a row does not sum to 1
     within ``ROW_SUM_TOLERANCE``. How a step is computed
-    (dense BLAS, sparse CSR or structured) follows ``transition``'s format.
+    (dense BLAS, sparse CSR, structured or low-rank) follows ``transition``'s format.
 
     >>> import numpy as np
     >>> hmm = HMM(np.array([0.5, 0.5]), np.eye(2), np.array([[0.9, 0.1], [0.2, 0.8]]))

@@ -1,4 +1,5 @@
-"""A trained HMM language model (seed 002) as a model family: ``hmmlm``.
+"""A trained HMM language model (Chiu, Deng, Rush, "Scaling Hidden Markov Language
+Models") as a model family: ``hmmlm``.
 
 ``build_model("hmmlm", n, path=...)`` reads a model saved by the training sweep
 (``python -m pipeline.sweep experiment=lm_scaling`` writes one ``.npz`` per cell,
@@ -17,6 +18,7 @@ from pathlib import Path
 from pipeline.hmmlm import saved
 from pipeline.hmmlm.parameters import softmax_rows, transition_matrix
 from pipeline.models import kernel
+from pipeline.models.family import ParameterError
 from pipeline.models.hmm import HMM
 
 SEEDED = False
@@ -26,14 +28,25 @@ GAMMA_EXACT_MAX_STATES = kernel.GAMMA_EXACT_MAX_STATES
 
 
 def check(n_states: int, *, path: str | None = None) -> None:
-    """Raise ``ValueError`` unless ``path`` names a saved model of ``n_states`` states."""
+    """Raise ``ParameterError`` unless ``path`` names a saved model of ``n_states`` states."""
     if path is None:
-        raise ValueError("the hmmlm family needs path= a model saved by the training sweep")
+        raise ParameterError(
+            "path", "the hmmlm family needs path= a model saved by the training sweep"
+        )
     if not Path(path).is_file():
-        raise ValueError(f"the hmmlm family's path {path} is not a file")
-    saved_states = saved.n_states(path)
+        raise ParameterError("path", f"the hmmlm family's path {path} is not a file")
+    try:
+        saved_states = saved.n_states(path)
+    except Exception as error:  # whatever numpy raises for a file that is no such .npz
+        raise ParameterError(
+            "path",
+            f"the hmmlm family's path {path} is not a model saved by the training sweep "
+            f"({type(error).__name__})",
+        ) from None
     if saved_states != n_states:
-        raise ValueError(f"{path} holds a model of {saved_states} states, not n_states={n_states}")
+        raise ParameterError(
+            "n_states", f"{path} holds a model of {saved_states} states, not n_states={n_states}"
+        )
 
 
 def build(n_states: int, seed: int = 0, *, path: str | None = None) -> HMM:

@@ -1,7 +1,7 @@
-"""Kernel HMMs (seed 002): transitions from a generalised softmax with a finite feature map.
+"""Kernel HMMs: transitions from a generalised softmax with a finite feature map.
 
 ``T = diag(1/Z) phi(U) phi(V)^T`` with ``phi(u) = exp(W u - ||u||^2 / 2)``
-("Scaling Hidden Markov Language Models", Section 4): state embeddings ``U``
+(Chiu, Deng, Rush, "Scaling Hidden Markov Language Models", Section 4): state embeddings ``U``
 and ``V`` (n x d), a feature matrix ``W`` (F x d), and the row normalisers
 ``Z_i = phi(u_i) . sum_j phi(v_j)``. With ``W``'s rows standard normal, the
 kernel ``phi(u) . phi(v)`` is a positive random-feature estimate of
@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from pipeline.models.family import ParameterError
 from pipeline.models.hmm import HMM
 from pipeline.models.peaked import peaked_rows
 from pipeline.operators import LowRank
@@ -55,16 +56,22 @@ def check(
     temperature: float = 0.5,
     n_observations: int = 64,
 ) -> None:
-    """Raise ``ValueError`` unless n_features, dim, n_observations >= 1 and temperature > 0."""
+    """Raise ``ParameterError`` unless n_features, dim, n_observations >= 1 (integers) and
+    temperature > 0."""
     for name, value in (
         ("n_features", n_features),
         ("dim", dim),
         ("n_observations", n_observations),
     ):
         if isinstance(value, bool) or int(value) != value or value < 1:
-            raise ValueError(f"the kernel family needs {name} >= 1 (an integer), got {value!r}")
+            raise ParameterError(
+                name, f"the kernel family needs {name} >= 1 (an integer), got {value!r}"
+            )
     if not temperature > 0:
-        raise ValueError(f"the kernel family needs temperature > 0, got temperature={temperature}")
+        raise ParameterError(
+            "temperature",
+            f"the kernel family needs temperature > 0, got temperature={temperature}",
+        )
 
 
 def emission_and_prior(rng_seed: int, n_states: int, n_observations: int):

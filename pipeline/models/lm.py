@@ -1,7 +1,8 @@
 """A word-bigram language-model HMM like the top-p paper's 7620-state LM HMM.
 
 States are the ``n - 1`` most frequent word types of a corpus (ties broken
-alphabetically) plus one unknown-word state ``UNKNOWN`` for every other word.
+alphabetically) plus one unknown-word state for every other word
+(``pipeline.corpus.vocabulary``).
 Transitions are bigram counts ``C`` within documents with additive (Lidstone)
 smoothing:
 
@@ -17,44 +18,23 @@ meaningful.
 
 The prior is the unigram distribution of the corpus; emissions are the
 identity (the observation is the word itself). The corpus is the standard
-library's English (``pipeline.models.corpus``) unless ``corpus`` names a text
+library's English (``pipeline.corpus``) unless ``corpus`` names a text
 file or folder. The family has no randomness: ``seed`` is ignored.
 """
 
 from __future__ import annotations
 
-import collections
 import os
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.models import corpus as corpora
+from pipeline import corpus as corpora
+from pipeline.corpus import vocabulary
+from pipeline.models.family import ParameterError
 from pipeline.models.hmm import HMM
 from pipeline.operators import SparsePlusRankOne, toarray
-
-UNKNOWN = "<unk>"
-
-
-def _documents(corpus: str | os.PathLike | None) -> tuple[str, ...]:
-    return corpora.stdlib_documents() if corpus is None else corpora.read_documents(corpus)
-
-
-def vocabulary(documents, n_states: int) -> tuple[str, ...]:
-    """The state names: the ``n_states - 1`` most frequent words, then ``UNKNOWN``.
-
-    Raises ``ValueError`` when the corpus has fewer than ``n_states - 1`` word types.
-    """
-    frequency = collections.Counter(w for doc in documents for w in corpora.tokenize(doc))
-    if len(frequency) < n_states - 1:
-        raise ValueError(
-            f"the lm corpus has {len(frequency)} word types; n_states={n_states} needs at "
-            f"least {n_states - 1} (n_states - 1 words plus the unknown-word state)"
-        )
-    ranked = sorted(frequency.items(), key=lambda item: (-item[1], item[0]))
-    return (*(word for word, _ in ranked[: n_states - 1]), UNKNOWN)
-
 
 SEEDED = False
 """The model is a function of the corpus alone: every seed gives the same HMM."""
@@ -70,10 +50,7 @@ class Counts(NamedTuple):
 
 def counts(documents, words: tuple[str, ...]) -> Counts:
     """Unigram, within-document bigram and document-start counts over the states ``words``."""
-    index = {word: i for i, word in enumerate(words)}
-    unknown = len(words) - 1
-    ids = [np.array([index.get(w, unknown) for w in corpora.tokenize(d)]) for d in documents]
-    ids = [doc for doc in ids if doc.size]
+    ids = [doc for doc in corpora.word_ids(documents, words) if doc.size]
     n = len(words)
     unigrams = np.bincount(np.concatenate(ids), minlength=n).astype(np.float64)
     previous = np.concatenate([doc[:-1] for doc in ids])
@@ -87,15 +64,17 @@ def counts(documents, words: tuple[str, ...]) -> Counts:
 def check(
     n_states: int, *, corpus: str | None = None, alpha: float = 0.01, structured: bool = False
 ) -> None:
-    """Raise unless ``alpha >= 0`` and ``corpus`` (if given) exists; cheap, reads no text.
+    """Raise ``ParameterError`` unless ``alpha >= 0`` and ``corpus`` (if given) exists; cheap,
+    reads no text.
 
     Whether the corpus has enough word types is only known once it is read (``build``).
     """
     if not alpha >= 0:
-        raise ValueError(f"the lm family needs alpha >= 0, got alpha={alpha}")
+        raise ParameterError("alpha", f"the lm family needs alpha >= 0, got alpha={alpha}")
     if corpus is not None and not os.path.exists(corpus):
-        raise FileNotFoundError(
-            f"corpus {str(corpus)!r} does not exist; give a text file or a folder of text files"
+        raise ParameterError(
+            "corpus",
+            f"corpus {str(corpus)!r} does not exist; give a text file or a folder of text files",
         )
 
 
@@ -129,7 +108,7 @@ def build(
         O(bigrams + n), not O(n^2).
     """
     check(n_states, corpus=corpus, alpha=alpha, structured=structured)
-    documents = _documents(corpus)
+    documents = corpora.documents(corpus)
     words = vocabulary(documents, n_states)
     found = counts(documents, words)
     transition = _smoothed(found, alpha) if alpha > 0 else _maximum_likelihood(found)

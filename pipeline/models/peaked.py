@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.models.family import ParameterError
 from pipeline.models.hmm import HMM
 from pipeline.operators import SparsePlusRankOne
 
@@ -46,13 +47,18 @@ def check(
     background: float = 0.01,
     structured: bool = False,
 ) -> None:
-    """Raise ``ValueError`` unless 1 <= support <= n_states, alpha > 0, 0 <= background < 1."""
+    """Raise ``ParameterError`` unless 1 <= support <= n_states, alpha > 0 and
+    0 <= background < 1."""
     if not 1 <= support <= n_states:
-        raise ValueError(f"the peaked family needs 1 <= support <= n_states, got {support}")
+        raise ParameterError(
+            "support", f"the peaked family needs 1 <= support <= n_states, got {support}"
+        )
     if not alpha > 0:
-        raise ValueError(f"the peaked family needs alpha > 0, got alpha={alpha}")
+        raise ParameterError("alpha", f"the peaked family needs alpha > 0, got alpha={alpha}")
     if not 0 <= background < 1:
-        raise ValueError(f"the peaked family needs 0 <= background < 1, got {background}")
+        raise ParameterError(
+            "background", f"the peaked family needs 0 <= background < 1, got {background}"
+        )
 
 
 def build(

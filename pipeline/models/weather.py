@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.models.family import ParameterError
 from pipeline.models.hmm import HMM
 
 SEEDED = False
@@ -28,9 +29,11 @@ TRANSITION = np.array(
 
 
 def check(n_states: int) -> None:
-    """Raise ``ValueError`` unless ``n_states`` is 6."""
+    """Raise ``ParameterError`` unless ``n_states`` is 6."""
     if n_states != len(STATES):
-        raise ValueError(f"the weather family has exactly 6 states, got n_states={n_states}")
+        raise ParameterError(
+            "n_states", f"the weather family has exactly 6 states, got n_states={n_states}"
+        )
 
 
 def build(n_states: int = 6, seed: int = 0) -> HMM:

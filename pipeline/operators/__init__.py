@@ -8,14 +8,16 @@ Formats, one module each:
 - ``structured``: ``SparsePlusRankOne``, ``S + outer(u, v)`` kept factored, for
   exact models of 10^5 to 10^6 states that are peaks on a flat background;
 - ``lowrank``: ``LowRank``, ``left @ right.T`` with an optional band kept exactly,
-  the kernel (feature-map) transitions of seed 002 and the ``lowrank`` methods' fits.
+  the feature-map transitions of kernel HMMs (Chiu, Deng, Rush, "Scaling Hidden Markov
+  Language Models") and the ``lowrank`` methods' fits.
 
 Operations (``pipeline.operators.base``, one ``functools.singledispatch``
 function each, registered by every format): ``as_operator``, ``check_entries``,
 ``row_sums``, ``rows``, ``columns``, ``entries_at``, ``toarray``,
 ``stored_entries``, ``count_nonzero``, ``step_work``, ``layout`` (what the
-compiled forward recursion reads), ``mixing_rate_part``, ``doeblin_lower_bound``,
-``peaks`` and ``row_blocks`` (for row selection). This package is the only
+compiled forward recursion reads), ``batch_products`` (the products of a batched
+forward-backward recursion, ``pipeline.hmmlm``), ``mixing_rate_part``,
+``doeblin_lower_bound``, ``peaks`` and ``row_blocks`` (for row selection). This package is the only
 place that asks which format a matrix has: a new format is one module that
 registers these, plus its contract tests (``tests/operators``).
 
@@ -33,8 +35,10 @@ from pipeline.operators import csr, dense, lowrank, structured  # noqa: F401 - e
 from pipeline.operators.base import (
     DenseRows,
     Peaks,
+    Products,
     SparseRows,
     as_operator,
+    batch_products,
     check_entries,
     columns,
     count_nonzero,
@@ -62,9 +66,11 @@ __all__ = [
     "LowRank",
     "Matrix",
     "Peaks",
+    "Products",
     "SparsePlusRankOne",
     "SparseRows",
     "as_operator",
+    "batch_products",
     "check_entries",
     "columns",
     "count_nonzero",

@@ -1,9 +1,14 @@
 """The operations every transition (or emission) matrix format answers.
 
 Each is a ``functools.singledispatch`` function; the module of each format
-(``dense``, ``csr``, ``structured``) registers its implementation. A matrix of
-shape (n, m) is row-stochastic where the pipeline uses it: row ``i`` is
+(``dense``, ``csr``, ``structured``, ``lowrank``) registers its implementation. A
+matrix of shape (n, m) is row-stochastic where the pipeline uses it: row ``i`` is
 ``P(S_{t+1} | S_t = i)`` or ``P(O_t | S_t = i)``.
+
+Beside the operations: what some of them return (``Peaks``, ``Products``, and the row
+blocks of a selection, ``DenseRows`` and ``SparseRows``), the limits on the work a
+format may do for one (``BLOCK_ENTRIES``, ``MAX_GENERATED``), and the error helpers
+the formats share (``bad_entry``, ``check_factors``).
 """
 
 from __future__ import annotations
@@ -78,6 +83,17 @@ class SparseRows(NamedTuple):
 
     def fill(self, level, ties, mass, indices, data) -> None:
         select.fill_csr(self.indptr, self.indices, self.data, level, ties, mass, indices, data)
+
+
+class Products(NamedTuple):
+    """A matrix ``T`` (n, m)'s two batched products, made once per matrix.
+
+    forward : ``X @ T`` for a batch of row vectors ``X`` (B, n), shape (B, m).
+    backward : ``Y @ T.T`` (each row ``T @ y``) for a batch ``Y`` (B, m), shape (B, n).
+    """
+
+    forward: Callable[[np.ndarray], np.ndarray]
+    backward: Callable[[np.ndarray], np.ndarray]
 
 
 def bad_entry(name: str, row: int, column: int, value: float, *, vector: bool) -> ValueError:
@@ -173,6 +189,13 @@ def layout(T) -> tuple:
     """``T`` as the compiled forward recursion reads it: a layout of
     ``pipeline.kernels.forward`` (``Dense``, ``CsrRows``, ``CsrEntries``, ``CsrPanel``,
     ``Structured``, ``LowRank``)."""
+    raise TypeError(f"unsupported matrix type {type(T).__name__}")
+
+
+@singledispatch
+def batch_products(T) -> Products:
+    """``T``'s forward and backward products of a batch of vectors (``Products``), in the
+    format's own cost: what a batched forward-backward recursion steps with."""
     raise TypeError(f"unsupported matrix type {type(T).__name__}")
 
 

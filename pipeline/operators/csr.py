@@ -142,6 +142,12 @@ def _(T: sp.csr_array) -> forward.CsrRows | forward.CsrEntries | forward.CsrPane
     return csr_layout(T)
 
 
+@base.batch_products.register
+def _(T: sp.csr_array) -> base.Products:
+    transposed = T.T.tocsr()
+    return base.Products(lambda X: (transposed @ X.T).T, lambda Y: (T @ Y.T).T)
+
+
 @base.mixing_rate_part.register
 def _(T: sp.csr_array, which: np.ndarray) -> float:
     return float(gamma.pairs_csr(T.indptr, T.indices, T.data, T.shape[1], which, np.inf))

@@ -73,6 +73,11 @@ def _(T: np.ndarray) -> forward.Dense:
     return forward.Dense(T)
 
 
+@base.batch_products.register
+def _(T: np.ndarray) -> base.Products:
+    return base.Products(lambda X: X @ T, lambda Y: Y @ T.T)
+
+
 @base.mixing_rate_part.register
 def _(T: np.ndarray, which: np.ndarray) -> float:
     return float(gamma.pairs_dense(T, which, np.inf))

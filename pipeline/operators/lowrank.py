@@ -1,7 +1,7 @@
-"""Low-rank matrices, optionally with a band kept exactly: the kernel transitions of seed 002.
+"""Low-rank matrices, optionally with a band kept exactly: the transitions of kernel HMMs.
 
-A generalised softmax with a finite feature map ("Scaling Hidden Markov
-Language Models", Section 4) makes the transition matrix
+A generalised softmax with a finite feature map (Chiu, Deng, Rush, "Scaling Hidden
+Markov Language Models", Section 4) makes the transition matrix
 ``diag(d) phi(U) phi(V)^T``: a non-negative rank-F product, so a step costs
 O(n F) instead of O(n^2) and the n x n matrix never exists. Section 7 keeps a
 band ``|i - j| < delta`` of separately parameterised entries and normalises
@@ -187,6 +187,20 @@ def _(T: LowRank) -> forward.LowRank:
         (T.band.data - T.product_at_band(), T.band.indices, T.band.indptr), shape=T.shape
     )
     return forward.LowRank(csr_layout(correction), T.left, T.right)
+
+
+@base.batch_products.register
+def _(T: LowRank) -> base.Products:
+    # Two thin products per step, plus the band's correction: its entries minus the
+    # product's there.
+    correction = sp.csr_array(
+        (T.band.data - T.product_at_band(), T.band.indices, T.band.indptr), T.band.shape
+    )
+    transposed = correction.T.tocsr()
+    return base.Products(
+        lambda X: (X @ T.left) @ T.right.T + (transposed @ X.T).T,
+        lambda Y: (Y @ T.right) @ T.left.T + (correction @ Y.T).T,
+    )
 
 
 @base.mixing_rate_part.register

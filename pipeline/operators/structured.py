@@ -148,6 +148,15 @@ def _(T: SparsePlusRankOne) -> forward.Structured:
     return forward.Structured(csr_layout(T.sparse), T.u, T.v)
 
 
+@base.batch_products.register
+def _(T: SparsePlusRankOne) -> base.Products:
+    transposed = T.sparse.T.tocsr()
+    return base.Products(
+        lambda X: (transposed @ X.T).T + np.outer(X @ T.u, T.v),
+        lambda Y: (T.sparse @ Y.T).T + np.outer(Y @ T.v, T.u),
+    )
+
+
 @base.mixing_rate_part.register
 def _(T: SparsePlusRankOne, which: np.ndarray) -> float:
     full = T.pattern()

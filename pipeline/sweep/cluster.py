@@ -131,12 +131,16 @@ async def _submit(cluster, jobs: int) -> None:
     """Submit ``jobs`` batch jobs and wait for the submit command's answers, so a refusal
     (e.g. sbatch's "invalid partition") is raised here instead of logged in the background.
 
-    What ``scale`` does, but awaited: add the jobs to the cluster's spec and correct its
-    state (on the cluster's event loop).
+    ``scale`` asks for the jobs and awaiting the cluster submits them (on its event loop).
+    That raises a refusal only when it submitted the jobs itself, not when the background
+    correction ``scale`` schedules got there first; so each job is awaited too, which
+    returns once the batch system has it, and submits a refused one again: a refusal
+    raises here either way.
     """
-    while len(cluster.worker_spec) < jobs:
-        cluster.worker_spec.update(cluster.new_worker_spec())
-    await cluster._correct_state()
+    cluster.scale(jobs=jobs)
+    await cluster
+    for job in list(cluster.workers.values()):
+        await job
 
 
 def _start(cfg, security: Security | None):

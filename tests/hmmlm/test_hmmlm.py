@@ -2,6 +2,8 @@
 finite differences, the kernel matrix against its formula, and training that learns."""
 
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -148,3 +150,15 @@ def test_a_corpus_becomes_chunks_of_word_ids(tmp_path):
     assert corpus.train.shape == (27, 5) and corpus.held_out.shape == (3, 5)  # document 9
     np.testing.assert_array_equal(corpus.train[0], [3, 1, 3, 3, 1])  # the cat sat the cat
     np.testing.assert_array_equal(corpus.held_out[0], [3, 0, 2, 3, 0])  # on a mat on a
+
+
+def test_training_does_not_import_the_model_families():
+    """``pipeline.models.hmmlm`` reads saved HMM LMs through ``pipeline.hmmlm``; the other
+    direction would be an import cycle."""
+    code = (
+        "import sys, pipeline.hmmlm.data, pipeline.hmmlm.train, pipeline.hmmlm.saved; "
+        "print(sorted(m for m in sys.modules if m.startswith('pipeline.models')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -121,6 +121,21 @@ def test_stored_entries_and_work(wide):
     assert operators.step_work(T, support) < everything <= n * m + n + m
 
 
+@pytest.mark.parametrize("shape", [(80, 80), (80, 9)])
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_batch_products_equal_the_dense_ones(name, shape):
+    """Forward ``X @ T`` and backward ``Y @ T.T`` of a batch, as the batched
+    forward-backward recursion of ``pipeline.hmmlm.evidence`` steps them."""
+    T, dense = FORMATS[name](3, *shape)
+    rng = np.random.default_rng(8)
+    X, Y = rng.random((5, shape[0])), rng.random((5, shape[1]))
+    products = operators.batch_products(T)
+    forward, backward = products.forward(X), products.backward(Y)
+    assert isinstance(forward, np.ndarray) and isinstance(backward, np.ndarray)
+    np.testing.assert_allclose(forward, X @ dense, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(backward, Y @ dense.T, rtol=1e-12, atol=1e-15)
+
+
 @pytest.mark.parametrize("prune", [1.0, 0.8])
 def test_filtering_equals_dense(square, wide, prune):
     """One sequence and a batch, with observations, with and without belief pruning."""
