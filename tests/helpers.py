@@ -129,14 +129,17 @@ TINY = ["experiment=smoke", "cluster.dashboard_address=:0", "cluster.n_workers=2
 """A seconds-long sweep on a 2-worker LocalCluster with a free dashboard port."""
 
 
-def sweep(*overrides: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    """Run ``python -m pipeline.sweep`` as a user would, in ``cwd``."""
+def sweep(
+    *overrides: str, cwd: Path, timeout: float = 240, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``python -m pipeline.sweep`` as a user would, in ``cwd`` (``env``: its environment)."""
     return subprocess.run(
         [sys.executable, "-m", "pipeline.sweep", *overrides],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )
 
 

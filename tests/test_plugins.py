@@ -1,15 +1,29 @@
-"""Entry-point plug-ins: real distributions on sys.path (a ``.dist-info`` folder and a module),
-found by ``importlib.metadata`` as an installed package's would be."""
+"""Entry-point plug-ins: real distributions on sys.path (a ``.dist-info`` folder and a module)
+found by ``importlib.metadata`` as an installed package's would be, and the example package of
+``examples/`` installed by pip and swept end to end."""
 
+import os
+import subprocess
+import sys
 import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
+import xarray as xr
 
+from pipeline.analysis import analyze
+from pipeline.inference import predict
 from pipeline.methods import BUILTIN as BUILTIN_METHODS
+from pipeline.metrics import total_variation
 from pipeline.models import BUILTIN as BUILTIN_FAMILIES
+from pipeline.models import build_model
+from pipeline.models import file as file_family
 from pipeline.plugins import PluginError, Registry
+
+from helpers import TINY, sweep
 
 GOOD = """
 import numpy as np
@@ -93,3 +107,98 @@ def test_a_plugin_named_like_a_builtin_is_an_error_naming_its_entry_point(site):
     with pytest.raises(PluginError, match=r"topk = clash_method \(clashpkg 0.1\) takes the name"):
         registry.lookup("topk")
     assert registry.lookup("topp") is BUILTIN_METHODS["topp"]
+
+
+# --- end to end: the example package pip-installed, a saved .npz, broken and clashing plug-ins
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pipeline-ring"
+
+
+@pytest.fixture(scope="module")
+def example():
+    """``examples/pipeline-ring`` pip-installed into this environment, uninstalled after."""
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "install", "--no-deps", str(EXAMPLE)], check=True, capture_output=True)
+    yield
+    subprocess.run([*pip, "uninstall", "-y", "pipeline-ring"], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def troubles(tmp_path_factory):
+    """A folder holding a broken plug-in family and a method named like a built-in."""
+    root = tmp_path_factory.mktemp("troubles")
+    install(
+        root,
+        "brokenpkg",
+        {"broken_family": "import not_a_module_anywhere\n"},
+        {"pipeline.families": {"broken": "broken_family"}},
+    )
+    install(
+        root, "clashpkg", {"clash_method": GOOD}, {"pipeline.methods": {"topk": "clash_method"}}
+    )
+    return root
+
+
+def test_the_example_plugins_and_a_saved_model_are_swept_and_reported(example, troubles, tmp_path):
+    """The example's family and method beside a built-in method and a model from a file, with a
+    broken and a clashing plug-in installed that the sweep does not use."""
+    hmm = build_model("weather", 6)
+    saved = tmp_path / "mine.npz"
+    file_family.save(saved, hmm.prior, sp.csr_array(hmm.transition), hmm.emission)
+    env = {**os.environ, "PYTHONPATH": str(troubles)}
+    overrides = [
+        *TINY,
+        "cluster.n_workers=1",
+        "grid.families=[ring,file]",
+        "grid.n_states={ring:[12]}",
+        f"model.file.path={saved}",
+        "grid.methods={topp:[0.9],threshold:[0.1]}",
+        "grid.seeds=[0]",
+        "grid.horizon=6",
+        "timing.min_seconds=0",
+        "store=mine.zarr",
+    ]
+    result = sweep(*overrides, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    ds = xr.open_zarr(tmp_path / "mine.zarr").load()
+    assert ds.family.values.tolist() == ["ring", "file"]
+    assert ds.n_states.values.tolist() == [6, 12] and ds.method.values.tolist() == [
+        "topp",
+        "threshold",
+    ]
+    assert bool(ds.done.where(ds.in_grid, True).all()) and int(ds.done.sum()) == 8
+    assert "threshold: tau" in ds.setting.attrs["long_name"]
+
+    from ringhmm import method  # the example, as installed
+
+    approximation = method.approximate(build_model("file", 6, path=str(saved)), 0.1)
+    exact, approximate = predict(hmm, 6), predict(approximation.hmm, 6)
+    cell = ds.sel({"family": "file", "n_states": 6, "method": "threshold", "setting": 0.1})
+    tv = cell.tv.sel(mode="predict").squeeze()
+    np.testing.assert_allclose(tv, total_variation(exact, approximate), atol=1e-12)
+    assert float(cell.eps.squeeze()) == pytest.approx(approximation.row_error.max())
+
+    report = analyze(tmp_path / "mine.zarr", tmp_path / "report").report.read_text()
+    assert "families ring, file" in report and "threshold (0.1)" in report
+    assert "| file, n=6 |" in report and "threshold 0.1" in report
+
+    for override, message in [
+        (
+            "grid.families=[broken]",
+            "error: grid.families: the plug-in model family 'broken' (entry point broken = "
+            "broken_family (brokenpkg 0.1)) failed to import: ModuleNotFoundError",
+        ),
+        (
+            "grid.methods={topk:[2]}",
+            "error: grid.methods: the plug-in entry point topk = clash_method (clashpkg 0.1) "
+            "takes the name of the built-in method 'topk'; rename the entry point",
+        ),
+        (
+            "grid.n_states={ring:[12],file:[7]}",
+            "error: grid.n_states.file: [7] is not allowed for file: its model.file holds a "
+            "model of 6 states",
+        ),
+    ]:
+        refused = sweep(*overrides, override, cwd=tmp_path, env=env)
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.strip().splitlines()[-1].startswith(message), refused.stderr

@@ -7,7 +7,7 @@ naming the allowed range, and a pure ``approximate(hmm, setting) -> Approximatio
 - ``topp``: top-p transitions (the top-p paper), setting ``p`` in (0, 1];
 - ``topk``: top-k transitions (Vithanage et al.), setting ``k``, an integer >= 1;
 - ``topp_states``: belief pruning to the top-p states after every step, setting ``p``;
-- ``lowrank``: the rank-r non-negative stochastic fit of the transitions (seed 002),
+- ``lowrank``: the rank-r non-negative stochastic fit of the transitions (the kernel HMMs' idea),
   setting ``r``;
 - ``banded_lowrank``: the band ``|i - j| < 3`` kept exactly, the rest fitted at rank ``r``.
 

@@ -19,6 +19,7 @@ from pipeline.models import (
     banded_kernel,
     bell,
     dirichlet,
+    file,
     hmmlm,
     kernel,
     lm,
@@ -42,6 +43,7 @@ BUILTIN = {
     "kernel": kernel,
     "banded_kernel": banded_kernel,
     "hmmlm": hmmlm,
+    "file": file,
 }
 """The built-in families: name -> module."""
 
@@ -111,8 +113,10 @@ def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
     smoothing) and ``lm_smoothed`` (the same, smoothed by default),
     ``dirichlet`` (random Dirichlet rows), ``peaked`` (a few random successors on a
     flat background, for very large models), ``kernel`` and ``banded_kernel`` (low-rank
-    feature-map transitions, without and with a band, seed 002) and ``hmmlm`` (an HMM LM
-    the training sweep saved); see each module's docstring.
+    feature-map transitions, without and with a band: the kernel HMMs of Chiu, Deng and
+    Rush), ``hmmlm`` (an HMM LM the training sweep saved), ``file`` (an HMM of your own from
+    an ``.npz`` archive), then the plug-ins installed (``FAMILIES``); see each module's
+    docstring.
     ``params`` are the family's keyword parameters (``family_parameters``).
     """
     check_model(family, n_states, **params)

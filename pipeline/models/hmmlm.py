@@ -27,8 +27,8 @@ GAMMA_EXACT_MAX_STATES = kernel.GAMMA_EXACT_MAX_STATES
 """A kernel model's exact minimal mixing rate materialises its matrix (as for ``kernel``)."""
 
 
-def check(n_states: int, *, path: str | None = None) -> None:
-    """Raise ``ParameterError`` unless ``path`` names a saved model of ``n_states`` states."""
+def size(*, path: str | None = None) -> int:
+    """The number of states of the model saved at ``path``; ``ParameterError`` if none is."""
     if path is None:
         raise ParameterError(
             "path", "the hmmlm family needs path= a model saved by the training sweep"
@@ -43,6 +43,12 @@ def check(n_states: int, *, path: str | None = None) -> None:
             f"the hmmlm family's path {path} is not a model saved by the training sweep "
             f"({type(error).__name__})",
         ) from None
+    return saved_states
+
+
+def check(n_states: int, *, path: str | None = None) -> None:
+    """Raise ``ParameterError`` unless ``path`` names a saved model of ``n_states`` states."""
+    saved_states = size(path=path)
     if saved_states != n_states:
         raise ParameterError(
             "n_states", f"{path} holds a model of {saved_states} states, not n_states={n_states}"

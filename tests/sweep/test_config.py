@@ -75,11 +75,11 @@ BAD = {
     ),
     "alpha_zero": (
         ["model.dirichlet.alpha=0"],
-        "model.dirichlet: the dirichlet family needs alpha > 0",
+        "model.dirichlet.alpha: the dirichlet family needs alpha > 0",
     ),
     "missing_corpus": (
         ["grid.families=[lm]", "model.lm.corpus=/no/such/corpus.txt"],
-        "model.lm: corpus '/no/such/corpus.txt' does not exist",
+        "model.lm.corpus: corpus '/no/such/corpus.txt' does not exist",
     ),
     "repeats_0": (["timing.repeats=0"], "timing.repeats: 0 is not allowed"),
     "exact_max_1": (["exact_max_states=1"], "exact_max_states: 1 is not allowed"),

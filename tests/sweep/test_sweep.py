@@ -3,12 +3,15 @@
 import numpy as np
 import pytest
 import xarray as xr
+from distributed import Client, LocalCluster
 
 from pipeline.inference import predict
 from pipeline.methods.topk import topk_hmm
 from pipeline.methods.topp import topp_hmm
 from pipeline.metrics import minimal_mixing_rate, sparsity, total_variation
 from pipeline.models import build_model
+from pipeline.sweep import run
+from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.methods.tasks import observations
 
 from helpers import TINY, sweep
@@ -175,3 +178,24 @@ def test_sizes_beyond_exact_max_states_rely_on_the_certificate(tmp_path):
     assert int(large.done.sum()) == int(large.in_grid.sum()) * 4
     assert bool(np.isfinite(large.certificate.sel(mode="predict").where(large.in_grid, 0)).all())
     assert bool(np.isfinite(large.runtime_approx.where(large.in_grid, 0)).all())
+
+
+def test_run_from_python_with_a_given_client_equals_the_command_line(smoke, tmp_path):
+    """``pipeline.sweep.run`` composes the same config, uses the client it is given as it is,
+    leaves it open, and stores the same values as ``python -m pipeline.sweep``."""
+    cluster = LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0"
+    )
+    with cluster, Client(cluster) as client:
+        ds = run(["experiment=smoke", f"store={tmp_path / 'api.zarr'}"], client=client)
+        assert client.status == "running" and len(client.scheduler_info()["workers"]) == 1
+    cli = xr.open_zarr(smoke[0]).load()
+    ds = ds.load()
+    assert ds.attrs["grid"] == cli.attrs["grid"] and ds.attrs["workers"] == 1
+    timing = ("runtime_", "build_time", "gamma_time", "speedup", "repeats")
+    values = [name for name in cli.data_vars if not name.startswith(timing)]
+    assert len(values) > 20
+    for name in values:  # values, dims, coordinates and every attribute
+        xr.testing.assert_identical(ds[name], cli[name])
+    with pytest.raises(ConfigError, match=r"^grid.horizon: 0 is not allowed"):
+        run(["experiment=smoke", "grid.horizon=0"], client=client)

@@ -1,4 +1,4 @@
-"""The training sweep (seed 002): its config errors, one real run with resume, its report."""
+"""The training sweep (HMM LMs): its config errors, one real run with resume, its report."""
 
 import numpy as np
 import pytest

@@ -21,6 +21,7 @@ import numpy as np
 from distributed import Client, Future
 from omegaconf import OmegaConf
 
+from pipeline.corpus import read_documents, vocabulary
 from pipeline.hmmlm import data, evidence, saved
 from pipeline.hmmlm.parameters import (
     PARAMETERISATIONS,
@@ -30,8 +31,6 @@ from pipeline.hmmlm.parameters import (
     transition_matrix,
 )
 from pipeline.hmmlm.train import train
-from pipeline.models.corpus import read_documents
-from pipeline.models.lm import vocabulary
 from pipeline.results import training as results
 from pipeline.sweep.config import ConfigError, check_list
 from pipeline.sweep.config.schema import DEFAULT_CORPUS_WORDS
