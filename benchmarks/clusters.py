@@ -24,20 +24,16 @@ import time
 from pathlib import Path
 
 import cloudpickle
-from hydra import compose, initialize_config_dir
 
+from pipeline.sweep import kinds
 from pipeline.sweep.cluster import connect
-from pipeline.sweep.config import (
-    REPOSITORY,
+from pipeline.sweep.config import REPOSITORY, compose
+from pipeline.sweep.config.clusters import (
     AddressClusterConfig,
     JobqueueClusterConfig,
     LocalClusterConfig,
     SSHClusterConfig,
-    register,
-    validate,
 )
-from pipeline.sweep.grid import Grid
-from pipeline.sweep.main import replaceable
 from pipeline.sweep.provenance import cpu, memory
 from pipeline.sweep.store import ResultStore
 
@@ -66,20 +62,20 @@ def _entries(address: str, sshd: kit.Sshd) -> dict[str, object]:
     }
 
 
-def _run(name: str, folder: Path) -> tuple[float, float, int]:
+def _run(name: str, folder: Path, entries: dict) -> tuple[float, float, int]:
     """(start seconds, overhead seconds per cell, cells) of one sweep of SMALL on ``name``."""
     store = folder / f"{name}-{time.monotonic_ns()}.zarr"
-    with initialize_config_dir(config_dir=str(REPOSITORY / "conf"), version_base="1.3"):
-        overrides = [*SMALL, f"cluster={name}", f"store={store}", "progress_seconds=1000"]
-        cfg = compose("config", overrides=replaceable(overrides))
-    validate(cfg)
-    grid = Grid.from_config(cfg)
+    overrides = [*SMALL, f"cluster={name}", f"store={store}", "progress_seconds=1000"]
+    cfg, _ = compose(overrides, clusters=entries)
+    kind = kinds.validate(cfg)
+    grid = kind.grid(cfg)
     start = time.perf_counter()
     with connect(cfg.cluster) as client:
         started = time.perf_counter() - start
         client.wait_for_workers(2, timeout=120)
         client.run(_warm)
-        wall, busy = timed_compute(client, grid, ResultStore.open(store, grid, {}), cfg)
+        results = ResultStore.open(store, kind.SCHEMA, grid, {})
+        wall, busy = timed_compute(client, grid, results, cfg)
     cells = len(grid.cells())
     return started, (2 * wall - busy) / cells, cells
 
@@ -111,12 +107,12 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as name:
             folder = Path(name)
             address, processes = _address_cluster(folder)
-            register(_entries(address, sshd))
+            entries = _entries(address, sshd)
             names = ["local", "address", "slurm", "ssh"]
             measured = {name: [] for name in names}
             for _ in range(ROUNDS):
                 for name in names:
-                    measured[name].append(_run(name, folder))
+                    measured[name].append(_run(name, folder, entries))
     finally:
         for process in processes:
             process.terminate()

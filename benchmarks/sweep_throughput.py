@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 from distributed import get_task_stream
-from hydra import compose, initialize_config_dir
 
+from pipeline.sweep import kinds
 from pipeline.sweep.cluster import connect
-from pipeline.sweep.config import REPOSITORY, register, validate
-from pipeline.sweep.grid import Grid
-from pipeline.sweep.main import compute, replaceable
+from pipeline.sweep.config import compose
+from pipeline.sweep.engine import compute
+from pipeline.sweep.kinds.base import Grid
 from pipeline.sweep.store import ResultStore
 
 SMALL = [
@@ -41,21 +41,16 @@ BUSY = [
 
 
 def _config(overrides: list[str], workers: int, store: Path):
-    register()
-    with initialize_config_dir(config_dir=str(REPOSITORY / "conf"), version_base="1.3"):
-        cfg = compose(
-            "config",
-            overrides=replaceable(
-                [
-                    *overrides,
-                    f"cluster.n_workers={workers}",
-                    "cluster.dashboard_address=:0",
-                    f"store={store}",
-                    "progress_seconds=1000",
-                ]
-            ),
-        )
-    validate(cfg)
+    cfg, _ = compose(
+        [
+            *overrides,
+            f"cluster.n_workers={workers}",
+            "cluster.dashboard_address=:0",
+            f"store={store}",
+            "progress_seconds=1000",
+        ]
+    )
+    kinds.validate(cfg)
     return cfg
 
 
@@ -76,10 +71,11 @@ def run_grid(overrides: list[str], workers: int) -> tuple[int, float, float]:
     """(cells, wall seconds of the compute phase, seconds the workers spent in tasks)."""
     with tempfile.TemporaryDirectory() as folder:
         cfg = _config(overrides, workers, Path(folder) / "r.zarr")
-        grid = Grid.from_config(cfg)
+        kind = kinds.for_config(cfg)
+        grid = kind.grid(cfg)
         with connect(cfg.cluster) as client:
             client.run(_warm)
-            store = ResultStore.open(Path(cfg.store), grid, {})
+            store = ResultStore.open(Path(cfg.store), kind.SCHEMA, grid, {})
             wall, busy = timed_compute(client, grid, store, cfg)
     return len(grid.cells()), wall, busy
 
@@ -88,7 +84,7 @@ def timed_compute(client, grid: Grid, store: ResultStore, cfg) -> tuple[float, f
     """The sweep's compute phase: its wall seconds and the seconds workers spent in tasks."""
     with get_task_stream(client) as stream:
         start = time.perf_counter()
-        compute(client, grid, store, cfg)
+        compute(client, kinds.for_config(cfg), grid, store, cfg)
         wall = time.perf_counter() - start
     busy = sum(
         part["stop"] - part["start"]

@@ -22,8 +22,10 @@ from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import build_model
 from pipeline.models import file as file_family
 from pipeline.plugins import PluginError, Registry
+from pipeline.sweep.config import ConfigError
+from pipeline.sweep.kinds import validate
 
-from helpers import TINY, sweep
+from helpers import TINY, composed, sweep
 
 GOOD = """
 import numpy as np
@@ -202,3 +204,16 @@ def test_the_example_plugins_and_a_saved_model_are_swept_and_reported(example, t
         refused = sweep(*overrides, override, cwd=tmp_path, env=env)
         assert refused.returncode == 2, refused.stderr
         assert refused.stderr.strip().splitlines()[-1].startswith(message), refused.stderr
+
+
+def test_the_file_experiment_takes_its_size_from_the_file(tmp_path):
+    saved = tmp_path / "mine.npz"
+    hmm = build_model("bell", 30)
+    file_family.save(saved, hmm.prior, hmm.transition, hmm.emission)
+    cfg = composed("experiment=file", f"model.file.path={saved}")
+    kind = validate(cfg)
+    assert kind.grid(cfg).sizes == {"file": (30,)}
+    with pytest.raises(ConfigError, match=r"^model.file.path: the file family needs path="):
+        validate(composed("experiment=file"))
+    with pytest.raises(ConfigError, match=r"^grid.n_states: \[20\] is not allowed for file"):
+        validate(composed("experiment=file", f"model.file.path={saved}", "grid.n_states=[20]"))

@@ -14,8 +14,13 @@ BLAS products plus a sparse correction). ``advance`` and
 ``advance_block`` are resolved per layout class when the recursion compiles
 (``numba.extending.overload``), so each layout gets its own compiled loop and
 a new layout is one class and its two overloads here. Each step reads the
-monotonic clock (about 30 ns) to record the cumulative runtime. Belief pruning
-(keep the top-p states after every step) runs inside the loop.
+monotonic clock to record the cumulative runtime. Belief pruning (keep the top-p states
+after every step) runs inside the loop.
+
+The layouts, their steps and the recursions stay in this one module, longer than the
+package's others: numba's cache checks only the source file of the cached function, so a
+step moved to another file could be edited while a stale compiled recursion that inlined
+it still loads from the cache.
 """
 
 from __future__ import annotations
@@ -327,13 +332,9 @@ def _csr_block(indptr, indices, data, block, out):
 BLOCK_TILE = 1 << 19
 """The block step of a CSR matrix with long rows (``CsrRows``) whose output exceeds twice
 this many bytes writes it in tiles of this many bytes (``_csr_block_tiled``), so the output
-rows every entry adds to stay in a core's L2 cache (1 MiB here) rather than L3. Measured on
-the smoothed LM's rows, 7,620 states, B = 64 (a 3.9 MB output), one thread, side by side in
-one process each: top-0.5 259-280 ms tiled against 278-289 untiled into four output arrays
-(benchmark part 1e, docs/benchmarks.md), 192-226 against 206-320 in five other processes;
-top-0.9 457-592 against 472-644 in three (scipy: 258-319 and 592-930). Tiles of 8 to 128
-KiB were slower (the block's rows are read once per tile), and so was any tiling of Bell's
-short rows (1.5-2.5x slower at 5 entries in a row), which keep the untiled step."""
+rows every entry adds to stay in a core's L2 cache rather than L3; short rows keep the
+untiled step (every tile re-reads the block's rows). What tiling gains, and which tile sizes
+and shapes were tried, is measured in ``docs/benchmarks.md`` (part 1e)."""
 
 
 @numba.njit(**JIT)

@@ -44,13 +44,9 @@ that BLAS steps (``pipeline.kernels.forward.CsrPanel``) when they hold at least
 ``PANEL_ENTRIES`` entries."""
 PANEL_ENTRIES = 50_000
 """The fewest stored entries in mostly full columns for which a CSR layout keeps them as a
-dense panel: chosen, not tuned (a step below it takes microseconds either way). The panel
-paid at every size measured, one thread, against the whole matrix scattered: the smoothed
-LM's top-0.5 rows (7,620 states; 3,309 columns hold 92% of the entries) 1.7-1.8x faster for a
-vector, 1.5-1.7x for a batch of 16, 2.8-2.9x for 64, its top-0.9 (6,758 columns, 99%)
-1.9-2.0x, 1.8-2.0x and 3.7x (``python benchmarks/bench.py scipy``); Bell 800 at p = 0.99
-(577,000 entries) 5.4x for a vector, uniform 800 at p = 0.5 3.1x, the kernel model of
-1000 states at p = 0.99 2.4x."""
+dense panel: chosen, not tuned (below it a step takes microseconds either way). What the
+panel gains against the whole matrix scattered is measured by ``python benchmarks/bench.py
+scipy`` (``docs/benchmarks.md``, part 1e)."""
 
 
 def _rows_layout(S: sp.csr_array) -> forward.CsrRows | forward.CsrEntries:

@@ -70,7 +70,7 @@ BAD = {
     ),
     "unknown_experiment": (
         ["experiment=huge"],
-        "experiment=huge: no such experiment; allowed: coupled, coupled_smoke, default, "
+        "experiment=huge: no such experiment; allowed: coupled, coupled_smoke, default, file, "
         "lm_scaling, lm_smoke, lowrank, methods, paper, scale, smoke",
     ),
     "alpha_zero": (

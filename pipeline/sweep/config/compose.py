@@ -91,13 +91,16 @@ def _composition_error(error: Exception) -> str:
     return " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
 
 
-def compose(overrides: list[str]) -> tuple[DictConfig, str]:
+def compose(
+    overrides: list[str], *, clusters: dict[str, object] | None = None
+) -> tuple[DictConfig, str]:
     """The config ``python -m pipeline.sweep <overrides>`` runs, composed by Hydra's compose
     API from ``conf/`` with the same replacements (``replaceable``), and the experiment's
     name (a store's default path holds it); ``OverrideError`` (one line) where the
-    overrides do not compose.
+    overrides do not compose. ``clusters``: the ``cluster`` group's options (default
+    ``dask_cluster.yaml``'s).
     """
-    register()
+    register(clusters)
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=VERSION_BASE):
             cfg = hydra_compose(
