@@ -31,55 +31,50 @@ class Cell(NamedTuple):
     mode: str
 
 
-def _fixed_sizes(grid, params: dict) -> dict[str, list[int]]:
-    """The sizes of the families whose parameters fix them (a model read from a file)."""
-    fixed = {}
-    for family in grid.families:
-        try:
-            size = fixed_size(family, **params.get(family, {}))
-        except ParameterError as error:
-            raise ConfigError(f"model.{family}.{error.parameter}", str(error)) from None
-        if size is not None:
-            fixed[family] = [size]
-    return fixed
+def _fixed_size(family: str, params: dict) -> int | None:
+    """The size ``family``'s parameters fix (a model read from a file), else None."""
+    try:
+        return fixed_size(family, **params.get(family, {}))
+    except ParameterError as error:
+        raise ConfigError(f"model.{family}.{error.parameter}", str(error)) from None
 
 
 def family_sizes(grid, params: dict) -> dict[str, list[int]]:
-    """``grid.n_states`` as a mapping family -> sizes; a family whose parameters fix its size
-    (``params[family]``, e.g. a model file's path) needs none, and a size that is not the
-    fixed one is a ``ConfigError``."""
+    """``grid.n_states`` as a mapping family -> sizes. A family whose parameters fix its size
+    (``params[family]``: a model file's path) needs none: its size is read where the grid
+    gives none (a size that disagrees is its ``check``'s error)."""
     sizes = grid.n_states
-    fixed = _fixed_sizes(grid, params)
     allowed = "a list of integers >= 2, or a mapping family -> list"
-    if sizes is None:
-        if len(fixed) == len(grid.families):
-            return fixed
-        raise ConfigError("grid.n_states", f"is not set; allowed: {allowed}")
     if isinstance(sizes, typing.Mapping):
         extra = sorted(set(sizes) - set(grid.families))
-        missing = [f for f in grid.families if f not in sizes and f not in fixed]
-        if extra or missing:
-            problem = (
-                f"{extra[0]!r} is not in grid.families" if extra else f"{missing[0]!r} is missing"
-            )
+        if extra:
             raise ConfigError(
                 "grid.n_states",
-                f"family {problem}; a mapping needs one list of sizes per family of grid.families",
+                f"family {extra[0]!r} is not in grid.families; a mapping needs one list of "
+                "sizes per family of grid.families",
             )
-        found = {family: list(sizes.get(family, fixed.get(family))) for family in grid.families}
-    elif isinstance(sizes, typing.Sequence) and not isinstance(sizes, str):
-        found = {family: list(sizes) for family in grid.families}
-    else:
-        raise ConfigError("grid.n_states", f"{sizes!r} is not allowed; allowed: {allowed}")
-    for family, size in fixed.items():
-        if found[family] != size:
-            key = "grid.n_states" + (f".{family}" if isinstance(sizes, typing.Mapping) else "")
-            raise ConfigError(
-                key,
-                f"{found[family]} is not allowed for {family}: its model.{family} holds a model "
-                f"of {size[0]} states; allowed: [{size[0]}], or leave {family} out of a mapping",
-            )
-    return found
+        found = {}
+        for family in grid.families:
+            if family in sizes:
+                found[family] = list(sizes[family])
+                continue
+            size = _fixed_size(family, params)
+            if size is None:
+                raise ConfigError(
+                    "grid.n_states",
+                    f"family {family!r} is missing; a mapping needs one list of sizes per "
+                    "family of grid.families",
+                )
+            found[family] = [size]
+        return found
+    if sizes is None:
+        fixed = {family: _fixed_size(family, params) for family in grid.families}
+        if None in fixed.values():
+            raise ConfigError("grid.n_states", f"is not set; allowed: {allowed}")
+        return {family: [size] for family, size in fixed.items()}
+    if isinstance(sizes, typing.Sequence) and not isinstance(sizes, str):
+        return {family: list(sizes) for family in grid.families}
+    raise ConfigError("grid.n_states", f"{sizes!r} is not allowed; allowed: {allowed}")
 
 
 def grid_methods(grid) -> dict[str, list]:
