@@ -24,6 +24,7 @@ from pipeline.sweep.cluster import WorkerWatch, connect, dashboard_link
 from pipeline.sweep.config import check_writable, compose
 from pipeline.sweep.kinds.base import Grid, SweepKind
 from pipeline.sweep.kinds.methods.tasks import blas_threads
+from pipeline.sweep.lock import StoreLock
 from pipeline.sweep.progress import Progress
 from pipeline.sweep.provenance import now, provenance, public_config
 from pipeline.sweep.store import ResultStore
@@ -100,15 +101,30 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Non
         progress.close()
 
 
+def prepare(cfg, store: Path) -> tuple[SweepKind, Grid]:
+    """The kind and grid of a composed config whose store can be written; ``ConfigError``
+    (one line) for a bad value or a store path it cannot use. Reads, never writes."""
+    kind = kinds.validate(cfg)
+    grid = kind.grid(cfg)
+    check_writable(store)
+    ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)
+    return kind, grid
+
+
 def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
     """Run the sweep of a composed config into ``store``; the finished cells stay stored
     whatever happens. ``client`` None starts (and stops) the configured cluster; a given
-    client is used as it is and left open. Raises ``ConfigError`` for a bad config."""
-    kind = kinds.validate(cfg)
-    grid = kind.grid(cfg)
+    client is used as it is and left open. Raises ``ConfigError`` for a bad config or a
+    store that cannot be used (another sweep holds its lock), before any cluster starts."""
     store = Path(store)
-    check_writable(store)
-    ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)
+    kind, grid = prepare(cfg, store)
+    with StoreLock(store):
+        return _locked(cfg, store, kind, grid, client)
+
+
+def _locked(cfg, store: Path, kind: SweepKind, grid: Grid, client: Client | None) -> Outcome:
+    """``sweep`` with the store's lock held."""
+    ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)  # as it is now
     started = connect(cfg.cluster) if client is None else contextlib.nullcontext(client)
     with started as client:
         log.info("Dask scheduler: %s", client.scheduler.address)
