@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import dask
-from distributed import Client, LocalCluster, Security
+from distributed import Client, LocalCluster, Security, WorkerPlugin
 from distributed.utils import format_dashboard_link
 from omegaconf import OmegaConf
 from tornado.ioloop import PeriodicCallback
@@ -212,13 +214,31 @@ def _why(error: BaseException) -> str:
 
 @contextlib.contextmanager
 def _kept(cluster, resize) -> Iterator[None]:
-    """Scale ``cluster`` back to its size every ``KEEP_SECONDS`` (on its event loop)."""
+    """Scale ``cluster`` back to its size every ``KEEP_SECONDS`` (on its event loop), until
+    the block ends: stopped before the cluster closes, so closing never races a new worker."""
     callback = PeriodicCallback(resize, KEEP_SECONDS * 1000)
     cluster.loop.add_callback(callback.start)
     try:
         yield
     finally:
-        cluster.loop.add_callback(callback.stop)
+        stopped = threading.Event()
+
+        def stop() -> None:
+            callback.stop()
+            stopped.set()
+
+        cluster.loop.add_callback(stop)
+        stopped.wait(KEEP_SECONDS)
+
+
+class QuietWorkers(WorkerPlugin):
+    """Workers log only errors: a local cluster's workers write to this terminal, where the
+    warnings of tasks cancelled by an interrupted sweep are noise, not news."""
+
+    name = "pipeline-quiet-workers"
+
+    def setup(self, worker) -> None:
+        logging.getLogger("distributed").setLevel(logging.ERROR)
 
 
 def _first_worker(client: Client, cfg) -> None:
@@ -262,8 +282,18 @@ def connect(cfg) -> Iterator[Client]:
             raise ConfigError(
                 "cluster", f"cluster={cfg.kind} did not start: {_why(error)}"
             ) from None
-        with cluster, _kept(cluster, resize), Client(cluster, security=security) as client:
+        nannies = logging.getLogger("distributed.nanny")
+        with contextlib.ExitStack() as stack:  # left in reverse order
+            stack.callback(nannies.setLevel, nannies.level)
+            stack.enter_context(cluster)
+            # while the cluster closes, a nanny stopping a worker still busy with a cancelled
+            # task (an interrupted sweep) is expected: no "still alive, killing" warning
+            stack.callback(nannies.setLevel, logging.ERROR)
+            stack.enter_context(_kept(cluster, resize))
+            client = stack.enter_context(Client(cluster, security=security))
             _first_worker(client, cfg)
+            if cfg.kind == "local":
+                client.register_plugin(QuietWorkers())
             yield client
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import xarray as xr
-from distributed import Client, as_completed
+from distributed import Client, as_completed, performance_report
 
 from pipeline.results import open_results
 from pipeline.sweep import kinds
@@ -41,6 +41,11 @@ class Outcome(NamedTuple):
     store: Path
     kind: SweepKind
     failed: int
+
+
+def performance_path(store: Path) -> Path:
+    """Where ``performance_report=true`` saves Dask's report: ``<store name>_performance.html``."""
+    return store.parent / f"{store.stem}_performance.html"
 
 
 def default_store(experiment: str) -> Path:
@@ -138,7 +143,13 @@ def _locked(cfg, store: Path, kind: SweepKind, grid: Grid, client: Client | None
             worker_blas_threads=str(low) if low == high else f"{low} to {high}",
             timing_blas_threads=cfg.timing.blas_threads,
         )
-        compute(client, kind, grid, results, cfg)
+        report = (
+            performance_report(filename=str(performance_path(store)))
+            if cfg.performance_report
+            else contextlib.nullcontext()
+        )
+        with report:
+            compute(client, kind, grid, results, cfg)
         results.update_attrs(end_time=now())
     return Outcome(store, kind, results.n_failed)
 

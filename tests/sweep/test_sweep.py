@@ -1,5 +1,8 @@
 """The sweep end to end: a real LocalCluster with worker processes, read back with plain xarray."""
 
+import re
+import urllib.request
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -14,7 +17,7 @@ from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.methods.tasks import observations
 
-from helpers import TINY, sweep
+from helpers import TINY, start_sweep, sweep
 
 
 def test_store_layout(smoke):
@@ -199,3 +202,28 @@ def test_run_from_python_with_a_given_client_equals_the_command_line(smoke, tmp_
         xr.testing.assert_identical(ds[name], cli[name])
     with pytest.raises(ConfigError, match=r"^grid.horizon: 0 is not allowed"):
         run(["experiment=smoke", "grid.horizon=0"], client=client)
+
+
+def test_the_dashboard_serves_dasks_status_page_and_the_performance_report_is_saved(tmp_path):
+    run = start_sweep(
+        *TINY,
+        "cluster.n_workers=1",
+        "grid.families=[bell]",
+        "performance_report=true",
+        "store=r.zarr",
+        cwd=tmp_path,
+    )
+    link = None
+    for line in run.stderr:  # the log, as it is written
+        found = re.search(r"Dask dashboard: (http://127\.0\.0\.1:\d+/status)", line)
+        if found:
+            link = found.group(1)
+            break
+    assert link, "no dashboard link"
+    page = urllib.request.urlopen(link, timeout=30).read().decode()
+    assert "<title>Dask Diagnostic UI</title>" in page and "bokeh" in page.lower()
+    assert "needs bokeh" not in page
+    run.communicate(timeout=240)
+    assert run.returncode == 0
+    report = (tmp_path / "r_performance.html").read_text()
+    assert "<title>Dask Performance Report</title>" in report

@@ -172,6 +172,9 @@ class SweepConfig:
     """Results location; default ``outputs/<experiment>/results.zarr``."""
     overwrite: bool = False
     """Replace an existing store made from a different grid instead of refusing."""
+    performance_report: bool = False
+    """Save Dask's performance report of the computation (HTML: task stream, worker profile,
+    bandwidth) beside the store, as ``<store name>_performance.html``."""
     fuse_states: int = 500
     """Models with at most this many states compute all their cells in one Dask task."""
     exact_max_states: Optional[int] = None  # noqa: UP045
