@@ -227,3 +227,18 @@ def test_the_dashboard_serves_dasks_status_page_and_the_performance_report_is_sa
     assert run.returncode == 0
     report = (tmp_path / "r_performance.html").read_text()
     assert "<title>Dask Performance Report</title>" in report
+
+
+def test_an_accuracy_only_sweep_stores_the_same_errors_and_no_runtimes(smoke, tmp_path):
+    result = sweep(*TINY, "timing.enabled=false", "store=accuracy.zarr", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    timed, untimed = xr.open_zarr(smoke[0]).load(), xr.open_zarr(tmp_path / "accuracy.zarr")
+    untimed = untimed.load()
+    timing = ("runtime_", "speedup", "repeats", "build_time", "gamma_time")
+    for name in [n for n in timed.data_vars if not n.startswith(timing)]:
+        np.testing.assert_array_equal(untimed[name].values, timed[name].values, err_msg=name)
+    done = untimed.done
+    for name in [n for n in untimed.data_vars if n.startswith(("runtime_", "speedup"))]:
+        assert bool(untimed[name].where(done).isnull().all()), name
+        assert "timing.enabled=false" in untimed[name].attrs["missing"], name
+    assert int(untimed.repeats.where(done, 0).max()) == 0

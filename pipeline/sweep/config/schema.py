@@ -55,6 +55,9 @@ class TimingConfig:
     max_repeats: int = 1000
     blas_threads: int = 1
     """BLAS threads in every timed run (fixed with threadpoolctl and recorded)."""
+    enabled: bool = True
+    """False: accuracy only, for sweeps of many cells where only errors matter: each cell runs
+    its approximation once and stores no runtimes (NaN, its ``missing`` attribute says why)."""
 
 
 def _optional(hint):

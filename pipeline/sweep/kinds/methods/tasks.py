@@ -57,6 +57,8 @@ class Timing:
     min_seconds: float
     max_repeats: int
     threads: int
+    enabled: bool = True
+    """False: one approximate run for the accuracy, no timed runs (runtimes stored NaN)."""
 
 
 class Model(NamedTuple):
@@ -239,7 +241,11 @@ def _timed_runs(model: Model, approximation: Approximation, exact: Reference, ti
     """Exact and approximate runs alternating (exact first on even repeats), BLAS and numba's
     parallel steps fixed to ``timing.threads``, until ``timing.repeats`` pairs and
     ``timing.min_seconds`` (at most ``timing.max_repeats``). Returns the exact runs (none
-    without a reference) and the approximate runs."""
+    without a reference) and the approximate runs; with timing off, no exact run and the
+    one approximate run the accuracy needs."""
+    if not timing.enabled:
+        hmm, prune = approximation.hmm, approximation.prune
+        return [], [filtering(hmm, exact.observations, prune=prune)]
     runs: dict[str, list] = {"exact": [], "approx": []}
     pair = ("exact", "approx") if exact.beliefs is not None else ("approx",)
     start = time.perf_counter()
@@ -290,10 +296,9 @@ def run_cell(
     approximation = built.approximation
     exact_runs, approx_runs = _timed_runs(model, approximation, exact, timing)
     steps = exact.observations.size
-    approx_time = np.array([r.elapsed for r in approx_runs])
-    exact_time = (
-        np.array([r.elapsed for r in exact_runs]) if exact_runs else np.full((1, steps), np.nan)
-    )
+    untimed = np.full((1, steps), np.nan)
+    approx_time = np.array([r.elapsed for r in approx_runs]) if timing.enabled else untimed
+    exact_time = np.array([r.elapsed for r in exact_runs]) if exact_runs else untimed
     run = approx_runs[0]
     eps, start = approximation.step_error, approximation.start_error
     bounds = error_bounds(min(eps, 1.0), mixed.gamma, np.arange(steps), start=min(start, 1.0))
@@ -322,7 +327,7 @@ def run_cell(
         start,
         float(approximation.row_error.mean()) + approximation.prune_error,
         np.median(exact_time[:, -1] / approx_time[:, -1]),
-        len(approx_runs),
+        len(approx_runs) if timing.enabled else 0,
         np.mean(work) if work else np.nan,
         exact.log_evidence if filtered else np.nan,
         run.log_evidence - exact.log_evidence if filtered else np.nan,
