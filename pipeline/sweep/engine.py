@@ -68,9 +68,13 @@ def _failure(future) -> str:
 def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> None:
     """Compute the cells the store lacks; record each and flush every ``flush_seconds``."""
     cells = store.todo()
+    log.info("%d cells to compute, %d already done", len(cells), store.n_done)
+    if not cells:
+        log.info("nothing left to do: every cell of %s is done", store.path)
+        store.flush()
+        return
     progress = Progress(len(grid.cells()), store.n_done, interval=cfg.progress_seconds)
     futures = kind.submit(client, grid, cells, cfg=cfg, store=store.path)
-    log.info("%d cells to compute, %d already done", len(cells), store.n_done)
     watch = WorkerWatch(client, cfg.cluster.wait_for_workers)
     finished = as_completed(futures)
     last_flush, pending = time.monotonic(), False

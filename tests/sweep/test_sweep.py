@@ -103,6 +103,7 @@ def test_rerun_computes_nothing(smoke, tmp_path):
     again = sweep(*TINY, f"store={path}", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "0 cells to compute, 96 already done" in again.stderr
+    assert "nothing left to do: every cell of" in again.stderr and "cells/s" not in again.stderr
     assert xr.open_zarr(path).attrs["runs"] == 2
 
 
