@@ -26,7 +26,7 @@ from helpers import (
 
 SLOW = ["timing.min_seconds=0.25", "grid.families=[bell,uniform]"]
 """Two families, every cell timing runs for at least 0.25 s: long enough to interrupt."""
-TOTAL = 64
+TOTAL = 96
 
 
 def test_a_worker_killed_mid_sweep_on_a_real_scheduler(tmp_path):
@@ -131,7 +131,7 @@ def test_two_sweeps_started_together_on_one_store(tmp_path):
         refused.strip().splitlines()[-1],
     ), refused
     assert "Dask scheduler" not in refused  # stopped before any cluster started
-    assert done_count(store) == 96 and not damage(store)
+    assert done_count(store) == 144 and not damage(store)
 
 
 def test_a_damaged_store_is_named_and_the_rerun_recomputes_only_its_cells(smoke, tmp_path):
@@ -150,7 +150,7 @@ def test_a_damaged_store_is_named_and_the_rerun_recomputes_only_its_cells(smoke,
     )
     again = sweep(*TINY, f"store={store}", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "16 cells to compute, 80 already done" in again.stderr
+    assert "24 cells to compute, 120 already done" in again.stderr
     assert "chunks of family=uniform, n_states=20 cannot be read; their cells are computed" in (
         again.stderr
     )
