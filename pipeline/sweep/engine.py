@@ -24,7 +24,7 @@ from pipeline.sweep.cluster import WorkerWatch, connect, dashboard_link
 from pipeline.sweep.config import check_writable, compose
 from pipeline.sweep.kinds.base import Grid, SweepKind
 from pipeline.sweep.kinds.methods.tasks import blas_threads
-from pipeline.sweep.lock import StoreLock
+from pipeline.sweep.lock import StoreLock, check_unlocked
 from pipeline.sweep.progress import Progress
 from pipeline.sweep.provenance import now, provenance, public_config
 from pipeline.sweep.store import ResultStore
@@ -116,6 +116,7 @@ def prepare(cfg, store: Path) -> tuple[SweepKind, Grid]:
     kind = kinds.validate(cfg)
     grid = kind.grid(cfg)
     check_writable(store)
+    check_unlocked(store)
     ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)
     return kind, grid
 

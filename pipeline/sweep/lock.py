@@ -38,6 +38,29 @@ def _holder(path: Path) -> str:
         return "another sweep"
 
 
+def _locked_line(store: Path, path: Path) -> str:
+    return (
+        f"{store} is locked by {_holder(path)}; wait for it to finish or stop it, then run the "
+        "same command again (reading the store needs no lock)"
+    )
+
+
+def check_unlocked(store: Path) -> None:
+    """Raise ``ConfigError`` (the lock line) if a live process holds ``store``'s lock; reads
+    and writes nothing else (a free lock file is left as it is)."""
+    path = lock_path(store)
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ConfigError("store", _locked_line(Path(store), path)) from None
+    finally:
+        os.close(fd)  # releases the lock if we took it
+
+
 class StoreLock:
     """``with StoreLock(store):`` holds the store's lock, or raises ``ConfigError`` at once
     (one line naming the holder and what to do) when another process holds it."""
@@ -54,11 +77,7 @@ class StoreLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
-                raise ConfigError(
-                    "store",
-                    f"{self.store} is locked by {_holder(self.path)}; wait for it to finish or "
-                    "stop it, then run the same command again (reading the store needs no lock)",
-                ) from None
+                raise ConfigError("store", _locked_line(self.store, self.path)) from None
             # the holder before us may have removed the file after we opened it: lock the
             # file that is at the path now
             try:

@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from pipeline.sweep.config import ConfigError
-from pipeline.sweep.lock import StoreLock, lock_path
+from pipeline.sweep.lock import StoreLock, check_unlocked, lock_path
 
 FORK = multiprocessing.get_context("fork")
 
@@ -48,11 +48,15 @@ def test_a_second_writer_is_refused_in_one_line_naming_the_holder(tmp_path):
         r"needs no lock\)"
     )
     assert re.fullmatch(pattern, message), message
+    with pytest.raises(ConfigError) as checked:  # what a sweep checks before Hydra starts
+        check_unlocked(store)
+    assert str(checked.value) == message
     release.set()
     holder.join(30)
     with StoreLock(store):  # free again once its holder is done
         assert lock_path(store).is_file()
     assert not lock_path(store).exists()
+    check_unlocked(store)
 
 
 def test_two_writers_started_together_twenty_times_exactly_one_holds(tmp_path):
