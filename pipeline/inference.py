@@ -36,7 +36,9 @@ class FilterResult(NamedTuple):
 
     beliefs : ndarray, shape (T, n_states), or (B, T, n_states)
         ``beliefs[t] = P(S_t | o_0..o_t)`` (the prediction ``P(S_t)`` where no
-        symbol was observed up to ``t``); with pruning, the pruned belief.
+        symbol was observed up to ``t``); with pruning, the pruned belief. A batch's is a
+        view of the state-major history the recursion writes, ``(T, n_states, B)`` in
+        memory, not a copy: ``np.ascontiguousarray`` makes one where needed.
     log_evidence : float, or ndarray of shape (B,)
         ``log P(o_0..o_{T-1})`` over the observed steps; ``-inf`` when some
         observation had zero probability.
@@ -73,7 +75,8 @@ def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0) -> np.ndarray:
     Returns
     -------
     ndarray, shape (horizon + 1, n_states), or (B, horizon + 1, n_states)
-        Row ``t`` is ``initial @ T^t`` (without pruning).
+        Row ``t`` is ``initial @ T^t`` (without pruning); a batch's is a view of the
+        state-major history (``FilterResult.beliefs``).
     """
     if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 0:
         raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
@@ -120,8 +123,7 @@ def filtering(hmm: HMM, observations, *, initial=None, prune=1.0) -> FilterResul
 
 def _forward(hmm: HMM, initial, likelihoods, rows, target: float) -> FilterResult:
     steps, n = rows.size, hmm.n_states
-    beliefs = np.empty((steps, n))
-    beliefs.fill(0.0)  # touch every page now, so no page fault falls inside the timed loop
+    beliefs = _touched((steps, n))
     elapsed, pruned = np.empty(steps), np.empty(steps)
     zero = np.zeros(steps, dtype=bool)
     log_evidence = forward.forward(
@@ -146,8 +148,7 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float) -> Filte
     rows = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(rows), (size, rows.shape[-1])))
     block = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(initial), (size, hmm.n_states)).T)
     steps = rows.shape[1]
-    beliefs = np.empty((steps, hmm.n_states, size))
-    beliefs.fill(0.0)  # touch every page now, so no page fault falls inside the timed loop
+    beliefs = _touched((steps, hmm.n_states, size))
     elapsed = np.empty(steps)
     zero = np.zeros((size, steps), dtype=bool)
     pruned = np.zeros((size, steps))
@@ -165,12 +166,24 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float) -> Filte
         log_evidence,
     )
     return FilterResult(
-        np.ascontiguousarray(beliefs.transpose(2, 0, 1)),
+        beliefs.transpose(2, 0, 1),  # a view: copying it would cost more than the steps
         log_evidence,
         tuple(np.flatnonzero(member) for member in zero),
         elapsed,
         pruned,
     )
+
+
+PAGE_FLOATS = 512
+"""float64 values in a 4 KiB memory page."""
+
+
+def _touched(shape: tuple[int, ...]) -> np.ndarray:
+    """A new float64 array with every memory page already mapped (one write a page), so no
+    page fault falls inside the timed loop, without writing the whole array twice."""
+    array = np.empty(shape)
+    array.reshape(-1)[::PAGE_FLOATS] = 0.0
+    return array
 
 
 def _validate_initial(hmm: HMM, initial) -> np.ndarray:
