@@ -123,9 +123,11 @@ def jobqueue_options(cfg) -> dict:
         )
     }
     scheduler = {"dashboard_address": _dashboard(cfg)}
+    # the scheduler's dashboard is the sweep's; a worker's own would only slow its start
+    options["worker_extra_args"] = ["--no-dashboard"]
     if cfg.host:
         scheduler["host"] = cfg.host
-        options["worker_extra_args"] = ["--host", cfg.host]
+        options["worker_extra_args"] += ["--host", cfg.host]
     return {**options, "scheduler_options": scheduler}
 
 
