@@ -253,15 +253,21 @@ def _first_worker(client: Client, cfg) -> None:
 
 
 @contextlib.contextmanager
-def connect(cfg) -> Iterator[Client]:
+def connect(cfg, *, allowed_failures: int = 3) -> Iterator[Client]:
     """A client of the cluster ``cfg`` describes, with at least one worker.
 
     A started cluster is closed on exit (its batch jobs cancelled). An
     ``address`` no scheduler answers within ``cfg.timeout`` seconds, or a
     cluster that cannot start, raises ``ConfigError``; no worker within
-    ``cfg.wait_for_workers`` seconds raises ``NoWorkers``.
+    ``cfg.wait_for_workers`` seconds raises ``NoWorkers``. A task that
+    ``allowed_failures`` + 1 workers died running (out of memory, most often) fails
+    with ``KilledWorker`` rather than being run again and again (a scheduler this
+    does not start keeps its own setting).
     """
-    settings = {"distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT}
+    settings = {
+        "distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT,
+        "distributed.scheduler.allowed-failures": allowed_failures,
+    }
     with tls(cfg.security) as tls_config, dask.config.set({**settings, **tls_config}):
         security = Security() if tls_config else None
         if cfg.kind == "address":

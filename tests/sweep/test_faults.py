@@ -158,3 +158,30 @@ def test_a_damaged_store_is_named_and_the_rerun_recomputes_only_its_cells(smoke,
     timing = ("runtime_", "speedup", "repeats", "build_time", "gamma_time")
     for name in [n for n in expected.data_vars if not n.startswith(timing)]:
         np.testing.assert_array_equal(repaired[name].values, expected[name].values, err_msg=name)
+
+
+def test_a_cell_out_of_memory_fails_once_in_one_line_and_the_others_finish(tmp_path):
+    result = sweep(
+        *TINY,
+        "cluster.n_workers=1",
+        "cluster.memory_limit=700MiB",
+        "grid.families=[bell]",
+        "grid.n_states=[20,9000]",  # 9000 states: 1.3 GB of dense matrices
+        "grid.methods={topp:[0.9]}",
+        "grid.seeds=[0]",
+        "retries=0",
+        "fuse_states=10000",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stderr
+    ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr").load()
+    big = ds.sel(family="bell", n_states=9000)
+    assert not bool(big.done.any()) and bool(big.failed.all())
+    assert {str(m) for m in big.error.values.flat} == {
+        "ran out of memory on a worker (limit 0.68 GiB; 1 attempt)"
+    }
+    assert bool(ds.sel(family="bell", n_states=20).done.all())
+    assert "2 cells failed" in result.stderr
+    assert "memory budget" not in result.stderr  # distributed's warning: in the log
+    logs = list((tmp_path / "outputs" / "smoke" / "hydra").glob("*/main.log"))
+    assert any("memory budget" in log.read_text() for log in logs)
