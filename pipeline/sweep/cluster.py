@@ -322,7 +322,8 @@ def worker_memory(cfg) -> int | None:
     distributed sets it; None where only the running cluster can tell (``address``, ``ssh``)."""
     if cfg.kind == "local":
         cores = os.cpu_count() or 1
-        return parse_memory_limit(cfg.memory_limit, cfg.threads_per_worker, cores, logger=log)
+        threads = cfg.threads_per_worker or max(1, cores // (cfg.n_workers or cores))
+        return parse_memory_limit(cfg.memory_limit, threads, cores, logger=log)
     if cfg.kind in ("slurm", "pbs"):
         return int(parse_bytes(cfg.memory) / cfg.processes)
     return None

@@ -154,20 +154,27 @@ def _check_memory(kind: SweepKind, cfg, grid: Grid, limit: int | None) -> None:
         check(cfg, grid, limit)
 
 
+DISTRIBUTED_LOGGERS = ("distributed", "distributed.client", "distributed.gc")
+"""The loggers distributed gives handlers of their own (``distributed.client`` warns "Couldn't
+gather keys, rescheduling" when a worker dies under a task)."""
+
+
 @contextlib.contextmanager
 def _distributed_to_the_log():
     """distributed's own messages (a worker restarted, a task lost) go to the run's log file
     (Hydra's ``main.log``) rather than the terminal, while a sweep runs; where no log file
     is configured (from Python), they stay where they were."""
     files = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
-    logger = logging.getLogger("distributed")
-    before = logger.handlers[:]
+    loggers = [logging.getLogger(name) for name in DISTRIBUTED_LOGGERS]
+    before = [logger.handlers[:] for logger in loggers]
     if files:
-        logger.handlers = files
+        for logger in loggers:
+            logger.handlers = files
     try:
         yield
     finally:
-        logger.handlers = before
+        for logger, handlers in zip(loggers, before, strict=True):
+            logger.handlers = handlers
 
 
 def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:

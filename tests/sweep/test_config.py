@@ -66,12 +66,12 @@ BAD = {
     "observe_every_0": (["grid.observe_every=0"], "grid.observe_every: 0 is not allowed"),
     "unknown_cluster": (
         ["cluster=nowhere"],
-        "cluster=nowhere: no such cluster; allowed: address, local, pbs, slurm, ssh",
+        "cluster=nowhere: no such cluster; allowed: address, local, machine, pbs, slurm, ssh",
     ),
     "unknown_experiment": (
         ["experiment=huge"],
         "experiment=huge: no such experiment; allowed: coupled, coupled_smoke, default, file, "
-        "lm_scaling, lm_smoke, lowrank, methods, paper, scale, smoke",
+        "lm_scaling, lm_smoke, lowrank, methods, paper, scale, scale_10m, smoke",
     ),
     "alpha_zero": (
         ["model.dirichlet.alpha=0"],

@@ -44,7 +44,8 @@ class SecurityConfig:
 class LocalClusterConfig:
     kind: str = "local"
     n_workers: Optional[int] = None  # noqa: UP045
-    threads_per_worker: int = 1
+    threads_per_worker: Optional[int] = 1  # noqa: UP045
+    """Threads of each worker (null: the machine's cores shared out among the workers)."""
     memory_limit: str = "auto"
     host: str = "127.0.0.1"
     """Address the scheduler and the workers listen on."""
