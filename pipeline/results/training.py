@@ -17,7 +17,7 @@ DIMS = ("n_states", "parameterisation", "seed")
 
 VARIABLES: dict[str, Variable] = {
     "perplexity": Variable(
-        (*DIMS, "epoch"), "1", "held-out perplexity exp(-log evidence / tokens) after the epoch"
+        (*DIMS, "epoch"), "1", "validation perplexity exp(-log evidence / tokens) after the epoch"
     ),
     "epoch_seconds": Variable(
         (*DIMS, "epoch"),
@@ -31,6 +31,15 @@ VARIABLES: dict[str, Variable] = {
     "n_features": Variable(DIMS, "1", "feature dimension F of the kernel (0: full softmax)"),
     "stored_parameters": Variable(DIMS, "1", "numbers the model's parameters hold"),
     "train_tokens": Variable(DIMS, "1", "training tokens per epoch"),
+    "validation_tokens": Variable(DIMS, "1", "validation tokens the perplexity is measured on"),
+    "vocabulary": Variable(DIMS, "1", "word types of the model, <unk> included"),
+    "split": Variable(
+        DIMS,
+        "1",
+        "which documents are in the train, validation and test parts (16 hex digits of a "
+        "SHA-256; the same in every cell)",
+        "str",
+    ),
     **status_variables(DIMS),
 }
 

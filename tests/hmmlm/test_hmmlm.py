@@ -8,7 +8,6 @@ import sys
 import numpy as np
 import pytest
 
-from pipeline.hmmlm.data import load
 from pipeline.hmmlm.evidence import statistics
 from pipeline.hmmlm.parameters import gradient, initial, softmax_rows, transition_matrix
 from pipeline.hmmlm.train import perplexity, train
@@ -137,19 +136,6 @@ def test_training_approaches_the_model_that_made_the_data(name):
     assert result.perplexity[-1] < 0.8 * result.perplexity[0]
     if truth is not None:
         assert result.perplexity[-1] < 1.1 * perplexity(truth, held_out)
-
-
-def test_a_corpus_becomes_chunks_of_word_ids(tmp_path):
-    folder = tmp_path / "texts"
-    folder.mkdir()
-    for k in range(10):
-        (folder / f"{k}.txt").write_text(" ".join([["the cat sat", "on a mat"][k % 2]] * 5))
-    corpus = load(folder, 4, 5)
-    # Six words of equal counts: the first three alphabetically, then <unk>.
-    assert corpus.words == ("a", "cat", "mat", "<unk>")
-    assert corpus.train.shape == (27, 5) and corpus.held_out.shape == (3, 5)  # document 9
-    np.testing.assert_array_equal(corpus.train[0], [3, 1, 3, 3, 1])  # the cat sat the cat
-    np.testing.assert_array_equal(corpus.held_out[0], [3, 0, 2, 3, 0])  # on a mat on a
 
 
 def test_training_does_not_import_the_model_families():

@@ -6,6 +6,7 @@ import xarray as xr
 from matplotlib.image import imread
 
 from pipeline.analysis import analyze
+from pipeline.hmmlm.data import part
 from pipeline.hmmlm.parameters import transition_matrix
 from pipeline.hmmlm.saved import load
 from pipeline.methods import approximate
@@ -18,6 +19,20 @@ from pipeline.sweep.kinds.training import TrainingCell, model_file, train_cell
 from helpers import composed, sweep
 
 SMOKE = ["experiment=lm_smoke", "cluster.dashboard_address=:0", "cluster.n_workers=2"]
+
+
+def _corpus(folder, text, train=8):
+    """A folder of ``train`` training documents of ``text`` and one validation and one test
+    document of it (numbers, which are not words, make their texts differ)."""
+    folder.mkdir()
+    wanted = ["train"] * train + ["validation", "test"]
+    numbers = iter(range(10_000))
+    for k, name in enumerate(wanted):
+        document = next(
+            d for d in (f"{text} {next(numbers)}" for _ in range(10_000)) if part(d) == name
+        )
+        (folder / f"{k}.txt").write_text(document)
+    return folder
 
 
 @pytest.mark.parametrize(
@@ -40,15 +55,12 @@ def test_bad_training_settings_are_one_line_errors(override, expected):
 def test_a_corpus_too_small_for_the_vocabulary_is_refused_before_training(tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("one two three")
-    with pytest.raises(ConfigError, match=r"training\.n_tokens: the lm corpus has 3 word types"):
+    with pytest.raises(ConfigError, match=r"training\.n_tokens: the training part has 0 words"):
         validate(composed("experiment=lm_smoke", f"training.corpus={corpus}"))
 
 
 def test_a_cell_trains_and_measures(tmp_path):
-    corpus = tmp_path / "texts"  # ten documents: nine to train on, one held out
-    corpus.mkdir()
-    for k in range(10):
-        (corpus / f"{k}.txt").write_text(" ".join(["the cat sat on the mat and the dog"] * 8))
+    corpus = _corpus(tmp_path / "texts", " ".join(["the cat sat on the mat and the dog"] * 8))
     cfg = composed("experiment=lm_smoke", f"training.corpus={corpus}", "training.n_tokens=8")
     validate(cfg)
     grid = training.grid(cfg)
@@ -70,7 +82,7 @@ def test_lm_smoke_runs_resumes_and_reports(tmp_path):
     assert dict(ds.sizes) == {"n_states": 2, "parameterisation": 3, "seed": 1, "epoch": 3}
     assert ds["done"].all() and ds.attrs["kind"] == "training"
     assert (ds["perplexity"].isel(epoch=-1) < ds["perplexity"].isel(epoch=0)).all()
-    assert ds["perplexity"].attrs["long_name"].startswith("held-out perplexity")
+    assert ds["perplexity"].attrs["long_name"].startswith("validation perplexity")
     assert ds["epoch_seconds"].attrs["units"] == "s"
     again = sweep(*SMOKE, cwd=tmp_path)
     assert again.returncode == 0 and "0 cells to compute, 6 already done" in again.stderr
@@ -87,10 +99,7 @@ def test_lm_smoke_runs_resumes_and_reports(tmp_path):
 
 
 def test_a_saved_model_is_an_hmm_every_method_runs_on(tmp_path):
-    corpus = tmp_path / "texts"
-    corpus.mkdir()
-    for k in range(10):
-        (corpus / f"{k}.txt").write_text(" ".join(["a b c d a b e f"] * 8))
+    corpus = _corpus(tmp_path / "texts", " ".join(["a b c d a b e f"] * 8))
     cfg = composed("experiment=lm_smoke", f"training.corpus={corpus}", "training.n_tokens=6")
     grid = training.grid(cfg)
     for name in ("softmax", "banded_kernel_4"):

@@ -18,8 +18,6 @@ from pipeline.models import FAMILIES, family_parameters
 REPOSITORY = Path(__file__).resolve().parents[3]
 """The checkout: ``conf/`` (Hydra's configs, relational specs) and ``dask_cluster.yaml``."""
 MODES = ("predict", "filter")
-DEFAULT_CORPUS_WORDS = 7620
-"""Word types the default corpus (the standard library's English) has at least, tested."""
 
 
 @dataclass
@@ -103,12 +101,13 @@ class TrainingConfig:
     """Chunks per gradient step."""
     length: int = 64
     """Tokens per chunk; every chunk starts from the prior."""
-    n_tokens: int = 1000
-    """Vocabulary: the most frequent words, the rest one unknown word."""
+    n_tokens: Optional[int] = None  # noqa: UP045
+    """Vocabulary size: the ``n_tokens - 1`` most frequent words seen at least twice in the
+    training part, then ``<unk>`` for every other; default all words seen twice."""
     train_chunks: Optional[int] = None  # noqa: UP045
     """Train on the first this many training chunks (default all)."""
     held_out_chunks: Optional[int] = None  # noqa: UP045
-    """Measure perplexity on the first this many held-out chunks (default all)."""
+    """Measure perplexity on the first this many validation (and test) chunks (default all)."""
     learning_rate: float = 0.05
     dim: int = 32
     """Embedding dimension of the kernel parameterisations."""

@@ -21,7 +21,6 @@ import numpy as np
 from distributed import Client, Future
 from omegaconf import OmegaConf
 
-from pipeline.corpus import read_documents, vocabulary
 from pipeline.hmmlm import data, evidence, saved
 from pipeline.hmmlm.parameters import (
     PARAMETERISATIONS,
@@ -33,7 +32,6 @@ from pipeline.hmmlm.parameters import (
 from pipeline.hmmlm.train import train
 from pipeline.results import training as results
 from pipeline.sweep.config import ConfigError, check_list
-from pipeline.sweep.config.schema import DEFAULT_CORPUS_WORDS
 from pipeline.sweep.kinds.base import Grid, Values, submit_each
 
 SCHEMA = results.SCHEMA
@@ -111,8 +109,8 @@ def validate(cfg) -> None:
                 parse(name, n)
             except ValueError as error:
                 raise ConfigError("training.parameterisations", str(error)) from None
-    for key in ("epochs", "batch", "length", "n_tokens", "dim", "delta"):
-        least = 2 if key in ("length", "n_tokens") else 1
+    for key in ("epochs", "batch", "length", "dim", "delta"):
+        least = 2 if key == "length" else 1
         if training[key] < least:
             raise ConfigError(
                 f"training.{key}", f"{training[key]} is not allowed; allowed: integers >= {least}"
@@ -122,24 +120,36 @@ def validate(cfg) -> None:
             raise ConfigError(f"training.{key}", f"{training[key]} is not allowed; allowed: >= 1")
     if not training.learning_rate > 0:
         raise ConfigError("training.learning_rate", "must be a number > 0")
+    if training.n_tokens is not None and training.n_tokens < 2:
+        raise ConfigError(
+            "training.n_tokens", f"{training.n_tokens} is not allowed; allowed: integers >= 2"
+        )
     if training.corpus is None:
-        if training.n_tokens > DEFAULT_CORPUS_WORDS:
+        if training.n_tokens is not None and training.n_tokens > data.DEFAULT_VOCABULARY:
             raise ConfigError(
                 "training.n_tokens",
                 f"{training.n_tokens} is not allowed with the default corpus; allowed: "
-                f"2 to {DEFAULT_CORPUS_WORDS}, or a larger training.corpus",
+                f"2 to {data.DEFAULT_VOCABULARY}, null (every word seen twice in training), "
+                "or a larger training.corpus",
             )
         return
     if not Path(training.corpus).exists():
         raise ConfigError("training.corpus", f"{training.corpus} does not exist")
     try:  # a user's corpus is read here, once, so a small one fails before any training
-        vocabulary(read_documents(training.corpus), training.n_tokens)
+        corpus = _corpus(training.corpus, training.n_tokens, training.length)
     except ValueError as error:
         raise ConfigError("training.n_tokens", str(error)) from None
+    for name in data.PARTS:
+        if not len(getattr(corpus, name)):
+            raise ConfigError(
+                "training.corpus",
+                f"{training.corpus} leaves no {name} chunk of training.length="
+                f"{training.length} tokens; give more documents (the split is by document)",
+            )
 
 
 @functools.cache
-def _corpus(corpus: str | None, n_tokens: int, length: int) -> data.Corpus:
+def _corpus(corpus: str | None, n_tokens: int | None, length: int) -> data.Corpus:
     """The corpus as chunks, read once per worker process."""
     return data.load(corpus, n_tokens, length)
 
@@ -154,7 +164,7 @@ def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -
     the trained model in the folder ``models`` (``pipeline.hmmlm.saved``) if given."""
     corpus = _corpus(settings["corpus"], settings["n_tokens"], settings["length"])
     chunks = corpus.train[: settings["train_chunks"]]
-    held_out = corpus.held_out[: settings["held_out_chunks"]]
+    held_out = corpus.validation[: settings["held_out_chunks"]]
     kind, n_features, banded = parse(cell.parameterisation, cell.n_states)
     start = initial(
         kind,
@@ -196,6 +206,9 @@ def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -
             "n_features": n_features,
             "stored_parameters": sum(leaf.size for leaf in leaves),
             "train_tokens": chunks.size,
+            "validation_tokens": held_out.size,
+            "vocabulary": len(corpus.words),
+            "split": corpus.split,
         }
     )
 
