@@ -14,6 +14,8 @@ from pipeline.results.base import Schema, Variable, status_variables
 
 DIMS = ("n_states", "parameterisation", "seed")
 """The dimensions of a training cell."""
+BASELINES = ("kn2", "kn3", "kn4", "kn5")
+"""The ``baseline`` coordinate: interpolated Kneser-Ney n-gram models of order 2 to 5."""
 
 VARIABLES: dict[str, Variable] = {
     "perplexity": Variable(
@@ -40,6 +42,18 @@ VARIABLES: dict[str, Variable] = {
         "SHA-256; the same in every cell)",
         "str",
     ),
+    "baseline_perplexity": Variable(
+        (*DIMS, "baseline"),
+        "1",
+        "validation perplexity of the interpolated Kneser-Ney n-gram model trained on the same "
+        "chunks (the same in every cell)",
+    ),
+    "baseline_test_perplexity": Variable(
+        (*DIMS, "baseline"),
+        "1",
+        "test perplexity of the interpolated Kneser-Ney n-gram model trained on the same chunks "
+        "(the same in every cell)",
+    ),
     **status_variables(DIMS),
 }
 
@@ -52,6 +66,7 @@ SCHEMA = Schema(
         "n_states": "number of hidden states",
         "parameterisation": "transition parameterisation (kernel_<r>: r states per feature)",
         "epoch": "epochs of training done",
+        "baseline": "interpolated Kneser-Ney n-gram model of order 2 to 5 (kn<order>)",
     },
 )
 

@@ -69,6 +69,10 @@ def test_a_cell_trains_and_measures(tmp_path):
     assert perplexity.shape == (3,) and perplexity[-1] < perplexity[0]
     assert np.isnan(values["epoch_seconds"][0]) and (values["epoch_seconds"][1:] > 0).all()
     assert values["n_features"] == 4 and values["tokens_per_second"] > 0
+    # The text repeats one sentence: 'the' is followed by cat, mat or dog, which a bigram
+    # model cannot tell apart; two words of history can.
+    kn2, kn3, kn4, kn5 = values["baseline_perplexity"]
+    assert kn2 > 1.3 and kn5 <= kn4 <= kn3 < 1.2 and len(values["split"]) == 16
     # U, V (8 x 8 each), W (4 x 8), no band, prior (8), emissions (8 x (7 words + <unk>))
     assert values["stored_parameters"] == 2 * 64 + 32 + 8 + 8 * 8
 
@@ -79,8 +83,20 @@ def test_lm_smoke_runs_resumes_and_reports(tmp_path):
     assert "6 cells to compute, 0 already done" in first.stderr
     path = tmp_path / "outputs" / "lm_smoke" / "results.zarr"
     ds = xr.open_zarr(path).load()
-    assert dict(ds.sizes) == {"n_states": 2, "parameterisation": 3, "seed": 1, "epoch": 3}
+    assert dict(ds.sizes) == {
+        "n_states": 2,
+        "parameterisation": 3,
+        "seed": 1,
+        "epoch": 3,
+        "baseline": 4,
+    }
     assert ds["done"].all() and ds.attrs["kind"] == "training"
+    assert ds["baseline"].values.tolist() == ["kn2", "kn3", "kn4", "kn5"]
+    for name in ("baseline_perplexity", "baseline_test_perplexity"):
+        values = ds[name].values.reshape(-1, 4)
+        assert np.isfinite(values).all() and (values == values[0]).all()  # one per sweep
+        assert ds[name].attrs["units"] == "1" and "Kneser-Ney" in ds[name].attrs["long_name"]
+    assert len(set(ds["split"].values.ravel())) == 1
     assert (ds["perplexity"].isel(epoch=-1) < ds["perplexity"].isel(epoch=0)).all()
     assert ds["perplexity"].attrs["long_name"].startswith("validation perplexity")
     assert ds["epoch_seconds"].attrs["units"] == "s"

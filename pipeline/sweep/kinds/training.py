@@ -12,6 +12,7 @@ is saved next to the store, in ``<store name>_models/``
 from __future__ import annotations
 
 import functools
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ import numpy as np
 from distributed import Client, Future
 from omegaconf import OmegaConf
 
-from pipeline.hmmlm import data, evidence, saved
+from pipeline.hmmlm import data, evidence, ngram, saved
 from pipeline.hmmlm.parameters import (
     PARAMETERISATIONS,
     initial,
@@ -63,6 +64,7 @@ class TrainingGrid(Grid):
             "parameterisation": self.parameterisations,
             "seed": self.seeds,
             "epoch": tuple(range(self.settings["epochs"] + 1)),
+            "baseline": results.BASELINES,
         }
 
     def cells(self) -> list[TrainingCell]:
@@ -154,6 +156,32 @@ def _corpus(corpus: str | None, n_tokens: int | None, length: int) -> data.Corpu
     return data.load(corpus, n_tokens, length)
 
 
+@functools.cache
+def baselines(settings_key: str) -> tuple[np.ndarray, np.ndarray]:
+    """Validation and test perplexity of each Kneser-Ney baseline (``results.BASELINES``),
+    on the chunks every model of the sweep trains and is scored on; once per worker
+    process (``settings_key``: the settings as JSON)."""
+    settings = json.loads(settings_key)
+    corpus = _corpus(settings["corpus"], settings["n_tokens"], settings["length"])
+    train, validation, test = _parts(corpus, settings)
+    scores = np.empty((2, len(results.BASELINES)))
+    for k, name in enumerate(results.BASELINES):
+        model = ngram.fit(train, int(name.removeprefix("kn")), len(corpus.words))
+        scores[:, k] = ngram.perplexity(model, validation), ngram.perplexity(model, test)
+    return scores[0], scores[1]
+
+
+def _parts(corpus: data.Corpus, settings: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The training, validation and test chunks a sweep uses (``train_chunks`` and
+    ``held_out_chunks`` keep the first of each)."""
+    held_out = settings["held_out_chunks"]
+    return (
+        corpus.train[: settings["train_chunks"]],
+        corpus.validation[:held_out],
+        corpus.test[:held_out],
+    )
+
+
 def model_file(folder: Path, cell: TrainingCell) -> Path:
     """Where the model of ``cell`` is saved in ``folder``."""
     return folder / f"{cell.n_states}-{cell.parameterisation}-{cell.seed}.npz"
@@ -163,8 +191,8 @@ def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -
     """Train one HMM LM and measure it (``settings``: the ``training`` section's keys); save
     the trained model in the folder ``models`` (``pipeline.hmmlm.saved``) if given."""
     corpus = _corpus(settings["corpus"], settings["n_tokens"], settings["length"])
-    chunks = corpus.train[: settings["train_chunks"]]
-    held_out = corpus.validation[: settings["held_out_chunks"]]
+    chunks, held_out, _ = _parts(corpus, settings)
+    baseline, baseline_test = baselines(json.dumps(settings, sort_keys=True))
     kind, n_features, banded = parse(cell.parameterisation, cell.n_states)
     start = initial(
         kind,
@@ -209,6 +237,8 @@ def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -
             "validation_tokens": held_out.size,
             "vocabulary": len(corpus.words),
             "split": corpus.split,
+            "baseline_perplexity": baseline,
+            "baseline_test_perplexity": baseline_test,
         }
     )
 
