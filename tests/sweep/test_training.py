@@ -123,7 +123,7 @@ def test_a_saved_model_is_an_hmm_every_method_runs_on(tmp_path):
     for name, kind in (("softmax", np.ndarray), ("banded_kernel_4", LowRank)):
         path = model_file(tmp_path / "models", TrainingCell(8, name, 0))
         hmm = build_model("hmmlm", 8, path=str(path))
-        p, words = load(path)
+        p, words, _ = load(path)
         assert isinstance(hmm.transition, kind) and words[-1] == "<unk>" and len(words) == 6
         np.testing.assert_allclose(
             toarray(hmm.transition), toarray(transition_matrix(p.transition))
