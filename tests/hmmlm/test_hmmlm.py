@@ -8,9 +8,10 @@ import sys
 import numpy as np
 import pytest
 
+from pipeline.hmmlm.clusters import blocks_of
 from pipeline.hmmlm.evidence import statistics
 from pipeline.hmmlm.parameters import gradient, initial, softmax_rows, transition_matrix
-from pipeline.hmmlm.train import perplexity, train
+from pipeline.hmmlm.train import Schedule, perplexity, train
 from pipeline.operators import LowRank, toarray
 
 KINDS = {
@@ -130,7 +131,7 @@ def test_training_approaches_the_model_that_made_the_data(name):
         if name == "softmax"
         else None
     )
-    result = train(p, train_part, held_out, epochs=15, batch=20, learning_rate=0.05)
+    result = train(p, train_part, held_out, Schedule(15, batch=20, learning_rate=0.05))
     assert result.perplexity.shape == (16,) and result.epoch_seconds.shape == (15,)
     assert result.perplexity[0] > 5.5
     assert result.perplexity[-1] < 0.8 * result.perplexity[0]
@@ -148,3 +149,19 @@ def test_training_does_not_import_the_model_families():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_early_stopping_returns_the_model_of_the_best_validation_epoch():
+    """A blocked model of 16 states on 8 chunks of noise overfits within a few epochs."""
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 8, (16, 12))
+    blocks = blocks_of(np.arange(8) % 2, 8)
+    p = initial("softmax", 16, 8, seed=0, emission_size=8 * 8, dtype=np.float32)
+    result = train(
+        p, tokens[:8], tokens[8:], Schedule(40, patience=2, batch=4, learning_rate=0.3),
+        blocks=blocks, state_dropout=0.25,
+    )  # fmt: skip
+    curve, best = result.perplexity, result.best_epoch
+    assert 1 <= best and len(curve) == best + 3 < 41  # stopped two epochs after the best
+    assert curve[best] == curve.min() and (curve[best + 1 :] >= curve[best]).all()
+    assert perplexity(result.parameters, tokens[8:], blocks) == pytest.approx(curve[best], rel=1e-6)

@@ -88,15 +88,30 @@ def model_config() -> type:
 
 @dataclass
 class TrainingConfig:
-    """A training sweep of HMM language models (the kernel HMMs of Chiu, Deng and Rush):
-    each (n_states, parameterisation, seed) is a cell that trains one model
-    (``pipeline.hmmlm``) and stores its held-out perplexity (``pipeline.sweep.kinds.training``)."""
+    """A training sweep of HMM language models (the kernel HMMs of Chiu, Deng and Rush,
+    with the blocked emissions and state dropout of Chiu and Rush 2020): each (n_states,
+    parameterisation, seed) is a cell that trains one model (``pipeline.hmmlm``) and
+    stores its validation and test perplexity (``pipeline.sweep.kinds.training``)."""
 
     n_states: list[int] = field(default_factory=lambda: [256])
     parameterisations: list[str] = field(default_factory=lambda: ["softmax"])
     """``softmax``, ``kernel_<r>`` or ``banded_kernel_<r>``: r states per feature."""
     seeds: list[int] = field(default_factory=lambda: [0])
-    epochs: int = 3
+    max_epochs: Optional[int] = None  # noqa: UP045
+    """Train at most this many epochs (default ``epochs``, else 20)."""
+    patience: Optional[int] = None  # noqa: UP045
+    """Stop after this many epochs in a row without a lower validation perplexity (each
+    also halves the learning rate); null: train ``max_epochs`` epochs."""
+    epochs: Optional[int] = None  # noqa: UP045
+    """The former name of ``max_epochs``, still read (set one of the two)."""
+    clusters: int = 0
+    """Word clusters C of the blocked emissions (each owns n_states / C states, which emit
+    only its words); 0: no blocks, every state emits every word."""
+    clustering: str = "exchange"
+    """How the training words are clustered: ``exchange`` (Brown et al.'s class-bigram
+    objective, by the exchange algorithm) or ``random`` (a random equal partition)."""
+    state_dropout: float = 0.0
+    """Fraction of each cluster's states dropped per batch (0: none); needs clusters > 0."""
     batch: int = 32
     """Chunks per gradient step."""
     length: int = 64
