@@ -4,7 +4,9 @@ Hidden Markov Language Models*, with the blocked emissions and state dropout of 
 Rush 2020), beside Kneser-Ney n-gram baselines on the same split.
 
 A cell is one ``(n_states, parameterisation, seed)``: one model trained until its
-validation perplexity stops improving (or ``max_epochs``); the grid is a full product.
+validation perplexity stops improving (or ``max_epochs``). The grid is a full product
+except for the softmax above ``softmax_max_states`` (its n^2 logits exceed the memory):
+``in_grid`` over ``(n_states, parameterisation)`` marks the cells that exist.
 ``summary`` is the table a sweep prints at its end.
 """
 
@@ -95,6 +97,9 @@ SCHEMA = Schema(
         "epoch": "epochs of training done",
         "baseline": "interpolated Kneser-Ney n-gram model of order 2 to 5 (kn<order>)",
     },
+    in_grid_dims=("n_states", "parameterisation"),
+    in_grid_name="the parameterisation is trained at this size (the softmax only up to "
+    "training.softmax_max_states)",
 )
 
 

@@ -112,6 +112,9 @@ class TrainingConfig:
     objective, by the exchange algorithm) or ``random`` (a random equal partition)."""
     state_dropout: float = 0.0
     """Fraction of each cluster's states dropped per batch (0: none); needs clusters > 0."""
+    softmax_max_states: int = 16384
+    """The softmax is trained only up to this many states: its n^2 logits, two Adam moments,
+    gradient and best copy are about 5 n^2 float32 numbers (20 GiB at 32768 states)."""
     batch: int = 32
     """Chunks per gradient step."""
     length: int = 64

@@ -68,12 +68,14 @@ class TrainingGrid(Grid):
         }
 
     def cells(self) -> list[TrainingCell]:
-        """Every cell, largest models first (they take longest)."""
+        """Every cell, largest models first (they take longest); the softmax only up to
+        ``softmax_max_states``."""
         return [
             TrainingCell(n, name, seed)
             for n in reversed(self.n_states)
             for name in self.parameterisations
             for seed in self.seeds
+            if name != "softmax" or n <= self.settings["softmax_max_states"]
         ]
 
     def identity(self) -> dict:
@@ -167,6 +169,7 @@ def validate(cfg) -> None:
         )
     for key, least in (("length", 2), ("dim", 1), ("delta", 1), ("n_tokens", 2)):
         _check_at_least(training, key, least)
+    _check_at_least(training, "softmax_max_states", 2)
     for key in ("train_chunks", "held_out_chunks"):
         _check_at_least(training, key, 1)
     if not training.learning_rate > 0:
