@@ -8,7 +8,8 @@ table the sweep prints:
 
 - ``methods``: approximation methods against exact inference (``python -m pipeline.sweep``);
 - ``training``: HMM language models trained over sizes and transition parameterisations;
-- ``coupled``: structured mean field and chain-wise Viterbi in weakly coupled HMMs.
+- ``coupled``: structured mean field and chain-wise Viterbi in weakly coupled HMMs;
+- ``kernel_features``: random feature maps against the softmax they approximate.
 
 >>> from pipeline.results import SCHEMAS
 >>> SCHEMAS["methods"].variables["tv"].long_name
@@ -22,7 +23,7 @@ from pathlib import Path
 import xarray as xr
 import zarr
 
-from pipeline.results import coupled, methods, training
+from pipeline.results import coupled, kernel_features, methods, training
 from pipeline.results.base import (
     FORMAT,
     Schema,
@@ -35,7 +36,7 @@ from pipeline.results.base import (
 )
 
 SCHEMAS: dict[str, Schema] = {
-    module.SCHEMA.name: module.SCHEMA for module in (methods, training, coupled)
+    module.SCHEMA.name: module.SCHEMA for module in (methods, training, coupled, kernel_features)
 }
 """Sweep kind (a store's ``kind`` attribute) -> what its store holds."""
 

@@ -136,6 +136,28 @@ class TrainingConfig:
 
 
 @dataclass
+class KernelFeaturesConfig:
+    """How many random features a softmax needs (Chiu, Deng and Rush, Section 6): each
+    (n_states, temperature, feature_map) is a cell that measures the TV between sampled
+    softmax rows and kernel rows at every feature count
+    (``pipeline.sweep.kinds.kernel_features``)."""
+
+    n_states: list[int] = field(default_factory=lambda: [256, 1024, 4096, 16384, 65536])
+    n_features: list[int] = field(default_factory=lambda: [2**k for k in range(4, 13)])
+    """Feature counts F (even): the first F features of one map of the largest count."""
+    temperatures: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0, 4.0])
+    """The logits u.v have standard deviation 1 / temperature (lower: more separated)."""
+    feature_maps: list[str] = field(default_factory=lambda: ["positive", "fourier"])
+    dim: int = 16
+    """Embedding dimension d."""
+    rows: int = 32
+    """Rows sampled per cell (every row up to that many states)."""
+    seed: int = 0
+    threshold: float = 0.05
+    """The median row TV the report asks the feature count for."""
+
+
+@dataclass
 class CoupledConfig:
     """A sweep of weakly coupled HMMs (Thon and Kersting): structured mean field and chain-wise
     Viterbi against exact and top-p, per (model, chains, n_states, eps, seed, observe)
@@ -181,6 +203,9 @@ class SweepConfig:
     coupled: Optional[CoupledConfig] = None  # noqa: UP045
     """Set (by ``experiment=coupled`` or ``coupled_smoke``): the sweep compares inference in
     weakly coupled HMMs over this grid instead of sweeping ``grid``."""
+    kernel_features: Optional[KernelFeaturesConfig] = None  # noqa: UP045
+    """Set (by ``experiment=kernel_features``): the sweep measures how many random features
+    a softmax needs instead of sweeping ``grid``."""
     model: Any = field(default_factory=lambda: model_config()())
     """``model.<family>.<param>``: every family's keyword parameters (``model_config``)."""
     cluster: Any = MISSING

@@ -2,7 +2,8 @@
 
 - ``methods`` (the default): approximation methods against exact inference over ``grid``;
 - ``training``: HMM language models trained over a ``training`` section;
-- ``coupled``: inference in weakly coupled HMMs over a ``coupled`` section.
+- ``coupled``: inference in weakly coupled HMMs over a ``coupled`` section;
+- ``kernel_features``: random features against the softmax over a ``kernel_features`` section.
 
 ``KINDS`` is keyed by the store's ``kind`` attribute; ``for_config`` picks a composed
 config's kind by the section it sets, and ``validate`` checks the config for it.
@@ -13,10 +14,12 @@ from __future__ import annotations
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.config.clusters import validate_cluster
 from pipeline.sweep.config.validation import validate_shared
-from pipeline.sweep.kinds import coupled, methods, training
+from pipeline.sweep.kinds import coupled, kernel_features, methods, training
 from pipeline.sweep.kinds.base import Grid, SweepKind
 
-KINDS: dict[str, SweepKind] = {kind.SCHEMA.name: kind for kind in (methods, training, coupled)}
+KINDS: dict[str, SweepKind] = {
+    kind.SCHEMA.name: kind for kind in (methods, training, coupled, kernel_features)
+}
 """Sweep kind name (a store's ``kind`` attribute) -> its module."""
 
 
