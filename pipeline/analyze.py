@@ -1,4 +1,5 @@
-"""``python -m pipeline.analyze <store> [--out DIR]``: figures and a report of a sweep."""
+"""``python -m pipeline.analyze <store> [--out DIR | --verify]``: figures and a report of a
+sweep, or every chunk of its store checked."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import sys
 from pathlib import Path
 
 from pipeline.analysis import analyze, default_output
-from pipeline.results import StoreError
+from pipeline.analysis.report import verify
+from pipeline.results import StoreError, damage, damage_line
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,11 +23,26 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="folder for the report and figures (default: <store folder>/<store name>_report)",
     )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="read every chunk and print, per array, which are sound (exit 1 if one is not)",
+    )
     args = parser.parse_args(argv)
     try:
+        if args.verify:
+            table, sound = verify(args.store)
+            print(table)
+            print(
+                f"{args.store}: every chunk is sound"
+                if sound
+                else damage_line(args.store, damage(args.store))
+            )
+            return 0 if sound else 1
         written = analyze(args.store, args.out or default_output(args.store))
     except StoreError as error:
-        parser.error(str(error))
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(f"report: {written.report}")
     return 0
 

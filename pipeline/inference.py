@@ -21,6 +21,7 @@ and renormalises, so the next step reads only the rows of the kept states.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -36,7 +37,9 @@ class FilterResult(NamedTuple):
 
     beliefs : ndarray, shape (T, n_states), or (B, T, n_states)
         ``beliefs[t] = P(S_t | o_0..o_t)`` (the prediction ``P(S_t)`` where no
-        symbol was observed up to ``t``); with pruning, the pruned belief.
+        symbol was observed up to ``t``); with pruning, the pruned belief. A batch's is a
+        view of the state-major history the recursion writes, ``(T, n_states, B)`` in
+        memory, not a copy: ``np.ascontiguousarray`` makes one where needed.
     log_evidence : float, or ndarray of shape (B,)
         ``log P(o_0..o_{T-1})`` over the observed steps; ``-inf`` when some
         observation had zero probability.
@@ -73,7 +76,8 @@ def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0) -> np.ndarray:
     Returns
     -------
     ndarray, shape (horizon + 1, n_states), or (B, horizon + 1, n_states)
-        Row ``t`` is ``initial @ T^t`` (without pruning).
+        Row ``t`` is ``initial @ T^t`` (without pruning); a batch's is a view of the
+        state-major history (``FilterResult.beliefs``).
     """
     if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 0:
         raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
@@ -118,10 +122,80 @@ def filtering(hmm: HMM, observations, *, initial=None, prune=1.0) -> FilterResul
     return _forward_block(hmm, initial, likelihoods, rows, target)
 
 
+class Chunk(NamedTuple):
+    """``chunk`` steps of ``filtering``, from step ``start`` (``filtering_chunks``).
+
+    beliefs : ndarray, shape (c, n_states)
+        ``beliefs[k] = P(S_{start+k} | o_0..o_{start+k})``; the next chunk reuses the array.
+    log_evidence : float
+        ``log P(o_0..o_{start+c-1})``, every step so far.
+    zero : ndarray of bool, shape (c,)
+        Where the observation had zero probability.
+    elapsed : ndarray, shape (c,)
+        Seconds from the start of the chunk's call to the end of each of its steps.
+    pruned : ndarray, shape (c,)
+        The belief mass pruning removed at each step.
+    """
+
+    start: int
+    beliefs: np.ndarray
+    log_evidence: float
+    zero: np.ndarray
+    elapsed: np.ndarray
+    pruned: np.ndarray
+
+
+def filtering_chunks(hmm: HMM, observations, *, chunk: int, prune=1.0) -> Iterator[Chunk]:
+    """``filtering`` of one sequence, ``chunk`` steps at a time: the same numbers to the last
+    bit as one call, in memory of ``chunk`` beliefs (a history of ``(T, n_states)`` never
+    exists). Each chunk continues the recursion from the last belief of the one before.
+
+    >>> import numpy as np
+    >>> from pipeline.models import build_model
+    >>> hmm = build_model("weather", 6)
+    >>> whole = filtering(hmm, [0, -1, 2, 1])
+    >>> parts = [c.beliefs.copy() for c in filtering_chunks(hmm, [0, -1, 2, 1], chunk=3)]
+    >>> bool((np.concatenate(parts) == whole.beliefs).all())
+    True
+    """
+    if isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
+        raise ValueError(f"chunk must be an integer >= 1, got {chunk!r}")
+    target = mass_target(prune, "prune")
+    observations = _validate_observations(observations, hmm.n_observations)
+    if observations.ndim != 1:
+        raise ValueError(f"observations must be one sequence (1-D), got shape {observations.shape}")
+    likelihoods, rows = _likelihoods(hmm.emission, observations)
+    steps, n = rows.size, hmm.n_states
+    size = min(int(chunk), steps)
+    buffers = _touched((size, n)), _touched((size, n))
+    layout, threads = hmm.transition_layout, forward.step_threads(hmm.transition_layout)
+    previous, log_evidence = hmm.prior, 0.0
+    for k, start in enumerate(range(0, steps, size)):
+        part = rows[start : start + size]
+        beliefs = buffers[k % 2][: part.size]  # the other buffer holds the step before
+        elapsed, pruned = np.empty(part.size), np.empty(part.size)
+        zero = np.zeros(part.size, dtype=bool)
+        log_evidence = forward.forward(
+            layout,
+            previous,
+            likelihoods,
+            part,
+            target,
+            beliefs,
+            elapsed,
+            zero,
+            pruned,
+            threads,
+            start > 0,
+            log_evidence,
+        )
+        yield Chunk(start, beliefs, float(log_evidence), zero, elapsed, pruned)
+        previous = beliefs[-1]
+
+
 def _forward(hmm: HMM, initial, likelihoods, rows, target: float) -> FilterResult:
     steps, n = rows.size, hmm.n_states
-    beliefs = np.empty((steps, n))
-    beliefs.fill(0.0)  # touch every page now, so no page fault falls inside the timed loop
+    beliefs = _touched((steps, n))
     elapsed, pruned = np.empty(steps), np.empty(steps)
     zero = np.zeros(steps, dtype=bool)
     log_evidence = forward.forward(
@@ -135,6 +209,8 @@ def _forward(hmm: HMM, initial, likelihoods, rows, target: float) -> FilterResul
         zero,
         pruned,
         forward.step_threads(hmm.transition_layout),
+        False,
+        0.0,
     )
     zero = np.flatnonzero(zero) if log_evidence == -np.inf else np.empty(0, np.intp)
     return FilterResult(beliefs, float(log_evidence), zero, elapsed, pruned)
@@ -146,8 +222,7 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float) -> Filte
     rows = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(rows), (size, rows.shape[-1])))
     block = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(initial), (size, hmm.n_states)).T)
     steps = rows.shape[1]
-    beliefs = np.empty((steps, hmm.n_states, size))
-    beliefs.fill(0.0)  # touch every page now, so no page fault falls inside the timed loop
+    beliefs = _touched((steps, hmm.n_states, size))
     elapsed = np.empty(steps)
     zero = np.zeros((size, steps), dtype=bool)
     pruned = np.zeros((size, steps))
@@ -165,12 +240,24 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float) -> Filte
         log_evidence,
     )
     return FilterResult(
-        np.ascontiguousarray(beliefs.transpose(2, 0, 1)),
+        beliefs.transpose(2, 0, 1),  # a view: copying it would cost more than the steps
         log_evidence,
         tuple(np.flatnonzero(member) for member in zero),
         elapsed,
         pruned,
     )
+
+
+PAGE_FLOATS = 512
+"""float64 values in a 4 KiB memory page."""
+
+
+def _touched(shape: tuple[int, ...]) -> np.ndarray:
+    """A new float64 array with every memory page already mapped (one write a page), so no
+    page fault falls inside the timed loop, without writing the whole array twice."""
+    array = np.empty(shape)
+    array.reshape(-1)[::PAGE_FLOATS] = 0.0
+    return array
 
 
 def _validate_initial(hmm: HMM, initial) -> np.ndarray:

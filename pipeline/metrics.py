@@ -107,7 +107,7 @@ def tv_certificate(gamma: float, errors) -> np.ndarray:
     return np.clip(bound, 0.0, 1.0)
 
 
-def step_errors(prior_error: float, row_error, beliefs, pruned) -> np.ndarray:
+def step_errors(prior_error: float, row_error, beliefs, pruned, *, previous=None) -> np.ndarray:
     """The most TV each step of an approximate prediction run adds, shape (T,).
 
     Step ``t >= 1`` advances ``Q_{t-1}`` with rows off by ``eps_i = TV(T_i, Q_i)``,
@@ -124,10 +124,17 @@ def step_errors(prior_error: float, row_error, beliefs, pruned) -> np.ndarray:
         The approximate run's beliefs ``Q_t``.
     pruned : ndarray, shape (T,)
         The mass belief pruning removed at each step (zeros without pruning).
+    previous : ndarray, shape (n_states,), optional
+        The belief of the step before ``beliefs[0]``, where these are later steps of a run
+        (taken chunk by chunk): then ``beliefs[0]`` too is a transition's step.
     """
     errors = np.asarray(pruned, dtype=np.float64).copy()
-    errors[0] += prior_error
-    errors[1:] += np.asarray(beliefs)[:-1] @ np.asarray(row_error)
+    beliefs, row_error = np.asarray(beliefs), np.asarray(row_error)
+    if previous is None:
+        errors[0] += prior_error
+        errors[1:] += beliefs[:-1] @ row_error
+    else:
+        errors += np.vstack([previous, beliefs[:-1]]) @ row_error
     return errors
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from pipeline.analysis.readings import (
     COSTS,
@@ -70,12 +71,36 @@ def _grid(ds: xr.Dataset, title: str):
     return figure, panels
 
 
-def _legend(figure: Figure, ds: xr.Dataset, extra: list | None = None) -> None:
+def _legend(
+    figure: Figure, ds: xr.Dataset, extra: list | None = None, *, markers: bool = False
+) -> None:
+    """One entry per method and setting, drawn as the panels draw them: a marker alone
+    (``markers``, for scatter plots) or a line."""
     handles = [*(extra or [])] + [
-        Line2D([], [], color=style["color"], marker=style["marker"], label=label(*variant))
+        Line2D(
+            [],
+            [],
+            color=style["color"],
+            marker=style["marker"] if markers else None,
+            linestyle="" if markers else "-",
+            label=label(*variant),
+        )
         for variant, style in styles(ds).items()
     ]
     figure.legend(handles=handles, loc="outside lower center", ncols=6, fontsize="small")
+
+
+def _readable_log(axis, name: str) -> None:
+    """Labels of the log axis ``name`` ("x" or "y") that never collide: plain numbers, at
+    1-2-5 steps where the axis spans less than a decade and a half, at decades otherwise;
+    no labels on minor ticks."""
+    low, high = getattr(axis, f"get_{name}lim")()
+    span = np.log10(high / low) if low > 0 else np.inf
+    ticks = getattr(axis, f"{name}axis")
+    subs = (1.0, 2.0, 5.0) if span < 1.5 else (1.0,)
+    ticks.set_major_locator(LogLocator(base=10, subs=subs, numticks=10))
+    ticks.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ticks.set_minor_formatter(NullFormatter())
 
 
 def runtime_figure(ds: xr.Dataset) -> Figure:
@@ -83,18 +108,20 @@ def runtime_figure(ds: xr.Dataset) -> Figure:
     figure, panels = _grid(
         ds,
         "Cumulative runtime of exact and approximate inference\n"
-        "lines: median over repeats and seeds; bands: min to max",
+        "lines: median over repeats and seeds; bands: a run's min to max over its repeats "
+        "(median over seeds)",
     )
     t = ds["t"].values
     pooled = ("method", "setting", "seed")
     for axis, family, n, mode in panels:
         cell = ds.sel(family=family, n_states=n, mode=mode)
         # Every cell of a model and mode timed the same exact run: pool them.
+        # the typical spread of one run's repeats, not the extremes of every run pooled
         axis.plot(t, cell["runtime_exact"].median(pooled), color="black")
         axis.fill_between(
             t,
-            cell["runtime_exact_min"].min(pooled),
-            cell["runtime_exact_max"].max(pooled),
+            cell["runtime_exact_min"].median(pooled),
+            cell["runtime_exact_max"].median(pooled),
             color="black",
             alpha=0.15,
             linewidth=0,
@@ -104,13 +131,14 @@ def runtime_figure(ds: xr.Dataset) -> Figure:
             axis.plot(t, one["runtime_approx"].median("seed"), color=style["color"])
             axis.fill_between(
                 t,
-                one["runtime_approx_min"].min("seed"),
-                one["runtime_approx_max"].max("seed"),
+                one["runtime_approx_min"].median("seed"),
+                one["runtime_approx_max"].median("seed"),
                 color=style["color"],
                 alpha=0.2,
                 linewidth=0,
             )
         axis.set(yscale="log", xlabel="time step t", ylabel="cumulative runtime [s]")
+        _readable_log(axis, "y")
     _legend(figure, ds, [Line2D([], [], color="black", label="exact")])
     return figure
 
@@ -273,8 +301,10 @@ def pareto_figure(ds: xr.Dataset, cost: str = "runtime") -> Figure:
                 ylabel="TV at the last step",
                 title=f"{family}, n={n}: {MODE_TITLES[mode]}",
             )
+            axis.margins(0.08)  # no marker cut by the frame
+            _readable_log(axis, "x")
     extra = [Line2D([], [], color="black", marker="*", linestyle="", label="exact")]
-    _legend(figure, ds, extra if cost == "runtime" else None)
+    _legend(figure, ds, extra if cost == "runtime" else None, markers=True)
     return figure
 
 

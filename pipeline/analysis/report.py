@@ -8,7 +8,16 @@ import xarray as xr
 
 from pipeline.analysis import coupled, kernel_features, methods, training
 from pipeline.analysis.figures import Analysis
-from pipeline.results import kind_of, open_results
+from pipeline.results import (
+    StoreError,
+    damage,
+    damage_line,
+    kind_of,
+    open_results,
+    require_results,
+)
+from pipeline.results.base import text_table
+from pipeline.results.paths import Chunk, chunks
 
 REPORTS = {
     "methods": methods.analyze,
@@ -37,7 +46,8 @@ def analyze(results, out=None) -> Analysis:
     ``results`` is a store's path or its Dataset (as ``pipeline.sweep.run`` or
     ``pipeline.open_results`` return it). ``out`` defaults to a folder next to the store
     (``default_output``); a Dataset with no store behind it needs one. Raises
-    ``StoreError`` (one line) where the path holds no results store this pipeline reads.
+    ``StoreError`` (one line) where the path holds no results store this pipeline reads,
+    or one with a chunk that cannot be read (named).
     """
     if isinstance(results, xr.Dataset):
         ds, store = results, _source(results)
@@ -46,6 +56,29 @@ def analyze(results, out=None) -> Analysis:
     else:
         store = Path(results)
         ds = open_results(store)
+        damaged = damage(store)
+        if damaged:
+            raise StoreError(damage_line(store, damaged))
     out = Path(out) if out is not None else default_output(store)
     out.mkdir(parents=True, exist_ok=True)
     return REPORTS[kind_of(ds.attrs)](ds.load(), store or out, out)
+
+
+def verify(store) -> tuple[str, bool]:
+    """Every chunk of the store at ``store`` read: a table, per array, of its chunks and
+    those that cannot be read (with why), and whether all are sound."""
+    require_results(store)
+    by_array: dict[str, list[Chunk]] = {}
+    for chunk in chunks(store):
+        by_array.setdefault(chunk.array, []).append(chunk)
+    rows = [
+        [
+            name,
+            str(len(found)),
+            str(sum(not c.error for c in found)),
+            "; ".join(c.where or str(c.position) for c in found if c.error) or "-",
+        ]
+        for name, found in by_array.items()
+    ]
+    sound = all(not c.error for found in by_array.values() for c in found)
+    return text_table(["array", "chunks", "sound", "damaged (where)"], rows), sound

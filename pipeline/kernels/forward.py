@@ -566,48 +566,66 @@ def _condition(belief, likelihood):
 
 @numba.njit(**JIT)
 def forward(
-    layout, initial, likelihoods, rows, prune_target, beliefs, elapsed, zero, pruned, threads
+    layout,
+    initial,
+    likelihoods,
+    rows,
+    prune_target,
+    beliefs,
+    elapsed,
+    zero,
+    pruned,
+    threads,
+    resume,
+    log_evidence,
 ):
-    """The forward recursion of one sequence.
+    """The forward recursion of one sequence, or of the next steps of one (``resume``).
 
     Parameters
     ----------
     layout : the transition matrix as a layout of this module (``Dense``, ``CsrRows``, ...).
-    initial : (n,) ``P(S_0)``.
+    initial : (n,) ``P(S_0)``; with ``resume``, the belief of the step before ``rows[0]``.
     likelihoods : (k, n) ``P(o | S)`` for each distinct observed symbol.
     rows : (T,) int, the row of ``likelihoods`` observed at step t, or -1.
     prune_target : float, the mass of the top-p states kept after each step's
         conditioning (above 1: no pruning).
-    beliefs : (T, n) output, ``P(S_t | o_0..o_t)``.
+    beliefs : (H, n) output, ``P(S_t | o_0..o_t)`` of step t in row ``t % H``: the whole
+        history where H = T, the last H steps' otherwise (H >= 2 unless T = 1).
     elapsed : (T,) output, seconds from the start to the end of step t.
     zero : (T,) bool output, True where the observation had zero probability.
     pruned : (T,) output, the belief mass pruning removed at step t.
     threads : int, the threads a step may use (``step_threads(layout)`` of the caller;
         passed in, as compiled code that reads numba's setting cannot be cached).
+    resume : bool, step 0 advances ``initial`` (the recursion continued, chunk by chunk: the
+        same numbers to the last bit as one call) instead of starting from it.
+    log_evidence : float, the log evidence of the steps before (0.0 for a new sequence).
 
     Returns
     -------
     float
-        The log evidence ``log P(o_0..o_{T-1})``; ``-inf`` if any step had zero evidence.
+        The log evidence ``log P(o_0..o_{T-1})`` (with the steps before, when resumed);
+        ``-inf`` if any step had zero evidence.
     """
     clock = np.zeros(2, np.int64)
     start = monotonic(clock)
-    n = initial.size
+    n, history = initial.size, beliefs.shape[0]
     work, mark = np.empty(n, np.int64), np.zeros(n, np.bool_)
-    log_evidence = 0.0
     for t in range(rows.size):
-        if t == 0:
-            beliefs[0][:] = initial
+        belief = beliefs[t % history]
+        if t > 0:
+            advance(layout, beliefs[(t - 1) % history], belief, threads)
+        elif resume:
+            advance(layout, initial, belief, threads)
         else:
-            advance(layout, beliefs[t - 1], beliefs[t], threads)
+            belief[:] = initial
         if rows[t] >= 0:
-            evidence = _condition(beliefs[t], likelihoods[rows[t]])
+            evidence = _condition(belief, likelihoods[rows[t]])
             if evidence > 0.0:
                 log_evidence += np.log(evidence)
             else:
                 zero[t] = True
                 log_evidence = -np.inf
-        pruned[t] = prune(beliefs[t], prune_target, work, mark)
+        pruned[t] = prune(belief, prune_target, work, mark)
         elapsed[t] = monotonic(clock) - start
     return log_evidence
 

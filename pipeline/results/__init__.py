@@ -21,44 +21,28 @@ from __future__ import annotations
 from pathlib import Path
 
 import xarray as xr
-import zarr
 
-from pipeline.results import coupled, kernel_features, methods, training
 from pipeline.results.base import (
     FORMAT,
     Schema,
     StoreError,
     Variable,
-    check_format,
-    is_store,
     kind_of,
     status_variables,
 )
-
-SCHEMAS: dict[str, Schema] = {
-    module.SCHEMA.name: module.SCHEMA for module in (methods, training, coupled, kernel_features)
-}
-"""Sweep kind (a store's ``kind`` attribute) -> what its store holds."""
+from pipeline.results.kinds import SCHEMAS
+from pipeline.results.paths import Found, damage, damage_line, found, require_results
 
 
 def open_results(path) -> xr.Dataset:
     """The results Dataset of a sweep's store, lazily (what ``xr.open_zarr(path)`` returns).
 
-    Raises ``StoreError`` (one line: the path and what to do) where ``path`` holds no
-    results store of this pipeline, or one written in another layout (``FORMAT``).
+    Raises ``StoreError`` (one line: what the path holds and what to do) where ``path``
+    holds no results store of this pipeline, or one written in another layout
+    (``FORMAT``). Reading a store while a sweep writes it gives its finished cells.
     """
     path = Path(path)
-    if not path.exists():
-        raise StoreError(f"{path} does not exist; give the path of a sweep's results store")
-    if not is_store(path):
-        raise StoreError(f"{path} is not a zarr store; give the path of a sweep's results store")
-    try:
-        attrs = zarr.open_group(path, mode="r", use_consolidated=False).attrs.asdict()
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise StoreError(f"{path} is not a readable zarr group ({error})") from None
-    if "grid" not in attrs:
-        raise StoreError(f"{path} is a zarr store but not a results store of this pipeline")
-    check_format(attrs, path)
+    attrs = require_results(path)
     if kind_of(attrs) not in SCHEMAS:
         raise StoreError(
             f"{path} holds a {kind_of(attrs)!r} sweep; this pipeline reads {', '.join(SCHEMAS)}"
@@ -71,11 +55,15 @@ def open_results(path) -> xr.Dataset:
 __all__ = [
     "FORMAT",
     "SCHEMAS",
+    "Found",
     "Schema",
     "StoreError",
     "Variable",
-    "check_format",
+    "damage",
+    "damage_line",
+    "found",
     "kind_of",
     "open_results",
+    "require_results",
     "status_variables",
 ]

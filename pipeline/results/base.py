@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -68,17 +67,6 @@ def kind_of(attrs: dict) -> str:
     return attrs.get("kind", DEFAULT_KIND)
 
 
-def check_format(attrs: dict, path) -> None:
-    """Raise ``StoreError`` for a store written in another layout (``FORMAT``)."""
-    found = attrs.get("format", 1)
-    if found != FORMAT:
-        raise StoreError(
-            f"{path} has layout {found}, this pipeline reads layout {FORMAT} (the method "
-            "and setting dims; see the README's release notes); run the sweep again, with "
-            "overwrite=true to replace it"
-        )
-
-
 def finite_median(array) -> float:
     """The median of the finite values (NaN marks cells not done); NaN if there are none."""
     values = np.asarray(array, dtype=float)
@@ -92,8 +80,3 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join(lines)
-
-
-def is_store(path: Path) -> bool:
-    """Whether ``path`` is a zarr (v3) store's root."""
-    return (Path(path) / "zarr.json").is_file()

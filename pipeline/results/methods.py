@@ -30,6 +30,7 @@ PREDICTION_ONLY = (
     "recursion of Section 4 does not bound it"
 )
 NO_REFERENCE = "NaN where the model had no exact reference (n_states > exact_max_states)"
+UNTIMED = "NaN everywhere in a sweep with timing.enabled=false (accuracy only)"
 
 
 def _runtimes() -> dict[str, Variable]:
@@ -38,7 +39,7 @@ def _runtimes() -> dict[str, Variable]:
             (*CELL, "t"),
             "s",
             f"cumulative runtime of {what} inference to step t, {statistic} over repeats",
-            missing=NO_REFERENCE if run == "exact" else "",
+            missing=f"{NO_REFERENCE}; {UNTIMED}" if run == "exact" else UNTIMED,
         )
         for run, what in (("exact", "exact"), ("approx", "approximate"))
         for suffix, statistic in (("", "median"), ("_min", "min"), ("_max", "max"))
@@ -102,12 +103,14 @@ VARIABLES: dict[str, Variable] = {
         "also multiplies their zeros)",
     ),
     **_runtimes(),
-    "repeats": Variable(CELL, "1", "interleaved exact/approximate run pairs timed"),
+    "repeats": Variable(
+        CELL, "1", "interleaved exact/approximate run pairs timed (0 with timing.enabled=false)"
+    ),
     "speedup": Variable(
         CELL,
         "1",
         "exact over approximate runtime of the whole horizon, median of repeats",
-        missing=NO_REFERENCE,
+        missing=f"{NO_REFERENCE}; {UNTIMED}",
     ),
     "log_evidence": Variable(
         CELL,

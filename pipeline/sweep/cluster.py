@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import dask
-from distributed import Client, LocalCluster, Security
+from distributed import Client, LocalCluster, Security, WorkerPlugin
 from distributed.utils import format_dashboard_link
 from omegaconf import OmegaConf
 from tornado.ioloop import PeriodicCallback
@@ -121,9 +123,11 @@ def jobqueue_options(cfg) -> dict:
         )
     }
     scheduler = {"dashboard_address": _dashboard(cfg)}
+    # the scheduler's dashboard is the sweep's; a worker's own would only slow its start
+    options["worker_extra_args"] = ["--no-dashboard"]
     if cfg.host:
         scheduler["host"] = cfg.host
-        options["worker_extra_args"] = ["--host", cfg.host]
+        options["worker_extra_args"] += ["--host", cfg.host]
     return {**options, "scheduler_options": scheduler}
 
 
@@ -212,13 +216,31 @@ def _why(error: BaseException) -> str:
 
 @contextlib.contextmanager
 def _kept(cluster, resize) -> Iterator[None]:
-    """Scale ``cluster`` back to its size every ``KEEP_SECONDS`` (on its event loop)."""
+    """Scale ``cluster`` back to its size every ``KEEP_SECONDS`` (on its event loop), until
+    the block ends: stopped before the cluster closes, so closing never races a new worker."""
     callback = PeriodicCallback(resize, KEEP_SECONDS * 1000)
     cluster.loop.add_callback(callback.start)
     try:
         yield
     finally:
-        cluster.loop.add_callback(callback.stop)
+        stopped = threading.Event()
+
+        def stop() -> None:
+            callback.stop()
+            stopped.set()
+
+        cluster.loop.add_callback(stop)
+        stopped.wait(KEEP_SECONDS)
+
+
+class QuietWorkers(WorkerPlugin):
+    """Workers log only errors: a local cluster's workers write to this terminal, where the
+    warnings of tasks cancelled by an interrupted sweep are noise, not news."""
+
+    name = "pipeline-quiet-workers"
+
+    def setup(self, worker) -> None:
+        logging.getLogger("distributed").setLevel(logging.ERROR)
 
 
 def _first_worker(client: Client, cfg) -> None:
@@ -231,15 +253,21 @@ def _first_worker(client: Client, cfg) -> None:
 
 
 @contextlib.contextmanager
-def connect(cfg) -> Iterator[Client]:
+def connect(cfg, *, allowed_failures: int = 3) -> Iterator[Client]:
     """A client of the cluster ``cfg`` describes, with at least one worker.
 
     A started cluster is closed on exit (its batch jobs cancelled). An
     ``address`` no scheduler answers within ``cfg.timeout`` seconds, or a
     cluster that cannot start, raises ``ConfigError``; no worker within
-    ``cfg.wait_for_workers`` seconds raises ``NoWorkers``.
+    ``cfg.wait_for_workers`` seconds raises ``NoWorkers``. A task that
+    ``allowed_failures`` + 1 workers died running (out of memory, most often) fails
+    with ``KilledWorker`` rather than being run again and again (a scheduler this
+    does not start keeps its own setting).
     """
-    settings = {"distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT}
+    settings = {
+        "distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT,
+        "distributed.scheduler.allowed-failures": allowed_failures,
+    }
     with tls(cfg.security) as tls_config, dask.config.set({**settings, **tls_config}):
         security = Security() if tls_config else None
         if cfg.kind == "address":
@@ -262,8 +290,18 @@ def connect(cfg) -> Iterator[Client]:
             raise ConfigError(
                 "cluster", f"cluster={cfg.kind} did not start: {_why(error)}"
             ) from None
-        with cluster, _kept(cluster, resize), Client(cluster, security=security) as client:
+        nannies = logging.getLogger("distributed.nanny")
+        with contextlib.ExitStack() as stack:  # left in reverse order
+            stack.callback(nannies.setLevel, nannies.level)
+            stack.enter_context(cluster)
+            # while the cluster closes, a nanny stopping a worker still busy with a cancelled
+            # task (an interrupted sweep) is expected: no "still alive, killing" warning
+            stack.callback(nannies.setLevel, logging.ERROR)
+            stack.enter_context(_kept(cluster, resize))
+            client = stack.enter_context(Client(cluster, security=security))
             _first_worker(client, cfg)
+            if cfg.kind == "local":
+                client.register_plugin(QuietWorkers())
             yield client
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import xarray as xr
-from distributed import Client, as_completed
+from distributed import Client, KilledWorker, as_completed, performance_report
 
 from pipeline.results import open_results
 from pipeline.sweep import kinds
@@ -24,6 +24,7 @@ from pipeline.sweep.cluster import WorkerWatch, connect, dashboard_link
 from pipeline.sweep.config import check_writable, compose
 from pipeline.sweep.kinds.base import Grid, SweepKind
 from pipeline.sweep.kinds.methods.tasks import blas_threads
+from pipeline.sweep.lock import StoreLock, check_unlocked
 from pipeline.sweep.progress import Progress
 from pipeline.sweep.provenance import now, provenance, public_config
 from pipeline.sweep.store import ResultStore
@@ -42,6 +43,11 @@ class Outcome(NamedTuple):
     failed: int
 
 
+def performance_path(store: Path) -> Path:
+    """Where ``performance_report=true`` saves Dask's report: ``<store name>_performance.html``."""
+    return store.parent / f"{store.stem}_performance.html"
+
+
 def default_store(experiment: str) -> Path:
     """Where an experiment's results go unless ``store`` says: ``outputs/<experiment>/``."""
     return Path("outputs") / experiment / "results.zarr"
@@ -52,19 +58,39 @@ def _message(error: BaseException) -> str:
     return f"{type(error).__name__}: {first[0] if first else ''}"[:500]
 
 
-def _failure(future) -> str:
-    """One line on why a future did not finish."""
-    if future.status == "error":
-        return _message(future.exception())
-    return f"the task was {future.status}"
+def _failure(client: Client, future) -> str:
+    """One line on why a future did not finish: a task whose workers died and one of them was
+    restarted for memory (its nanny's ``worker-restart-memory`` event) ran out of memory."""
+    if future.status != "error":
+        return f"the task was {future.status}"
+    error = future.exception()
+    if not isinstance(error, KilledWorker):
+        return _message(error)
+    restarted = {event["worker"] for _, event in client.get_events("worker-restart-memory")}
+    worker = error.last_worker
+    limit = getattr(worker, "memory_limit", 0) or 0
+    if restarted:  # the last worker is one of those that died: some did for memory
+        attempts = error.allowed_failures + 1
+        return (
+            f"ran out of memory on a worker (limit {limit / 2**30:.2f} GiB; "
+            f"{attempts} attempt{'s' if attempts > 1 else ''})"
+        )
+    return (
+        f"KilledWorker: {error.allowed_failures + 1} workers died running it "
+        f"(last {getattr(worker, 'address', '?')})"
+    )
 
 
 def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> None:
     """Compute the cells the store lacks; record each and flush every ``flush_seconds``."""
     cells = store.todo()
+    log.info("%d cells to compute, %d already done", len(cells), store.n_done)
+    if not cells:
+        log.info("nothing left to do: every cell of %s is done", store.path)
+        store.flush()
+        return
     progress = Progress(len(grid.cells()), store.n_done, interval=cfg.progress_seconds)
     futures = kind.submit(client, grid, cells, cfg=cfg, store=store.path)
-    log.info("%d cells to compute, %d already done", len(cells), store.n_done)
     watch = WorkerWatch(client, cfg.cluster.wait_for_workers)
     finished = as_completed(futures)
     last_flush, pending = time.monotonic(), False
@@ -83,7 +109,7 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Non
                     # the scheduler computes it again, so wait for it again
                     finished.add(future)
                 elif future in futures:  # not finished: failed after its retries
-                    message = _failure(future)
+                    message = _failure(client, future)
                     for cell in futures.pop(future):
                         store.record_failure(cell, message)
                         log.warning("cell %s failed: %s", cell, message)
@@ -100,16 +126,52 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Non
         progress.close()
 
 
+def prepare(cfg, store: Path) -> tuple[SweepKind, Grid]:
+    """The kind and grid of a composed config whose store can be written; ``ConfigError``
+    (one line) for a bad value or a store path it cannot use. Reads, never writes."""
+    kind = kinds.validate(cfg)
+    grid = kind.grid(cfg)
+    check_writable(store)
+    check_unlocked(store)
+    ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)
+    return kind, grid
+
+
+@contextlib.contextmanager
+def _distributed_to_the_log():
+    """distributed's own messages (a worker restarted, a task lost) go to the run's log file
+    (Hydra's ``main.log``) rather than the terminal, while a sweep runs; where no log file
+    is configured (from Python), they stay where they were."""
+    files = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+    logger = logging.getLogger("distributed")
+    before = logger.handlers[:]
+    if files:
+        logger.handlers = files
+    try:
+        yield
+    finally:
+        logger.handlers = before
+
+
 def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
     """Run the sweep of a composed config into ``store``; the finished cells stay stored
     whatever happens. ``client`` None starts (and stops) the configured cluster; a given
-    client is used as it is and left open. Raises ``ConfigError`` for a bad config."""
-    kind = kinds.validate(cfg)
-    grid = kind.grid(cfg)
+    client is used as it is and left open. Raises ``ConfigError`` for a bad config or a
+    store that cannot be used (another sweep holds its lock), before any cluster starts."""
     store = Path(store)
-    check_writable(store)
-    ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)
-    started = connect(cfg.cluster) if client is None else contextlib.nullcontext(client)
+    kind, grid = prepare(cfg, store)
+    with StoreLock(store), _distributed_to_the_log():
+        return _locked(cfg, store, kind, grid, client)
+
+
+def _locked(cfg, store: Path, kind: SweepKind, grid: Grid, client: Client | None) -> Outcome:
+    """``sweep`` with the store's lock held."""
+    ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)  # as it is now
+    started = (
+        connect(cfg.cluster, allowed_failures=cfg.retries)
+        if client is None
+        else contextlib.nullcontext(client)
+    )
     with started as client:
         log.info("Dask scheduler: %s", client.scheduler.address)
         log.info("Dask dashboard: %s", dashboard_link(client, cfg.cluster))
@@ -122,7 +184,13 @@ def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
             worker_blas_threads=str(low) if low == high else f"{low} to {high}",
             timing_blas_threads=cfg.timing.blas_threads,
         )
-        compute(client, kind, grid, results, cfg)
+        report = (
+            performance_report(filename=str(performance_path(store)))
+            if cfg.performance_report
+            else contextlib.nullcontext()
+        )
+        with report:
+            compute(client, kind, grid, results, cfg)
         results.update_attrs(end_time=now())
     return Outcome(store, kind, results.n_failed)
 

@@ -1,9 +1,9 @@
 """The sweep's command line (``python -m pipeline.sweep``): overrides to store, one-line errors.
 
-Hydra composes the config (so its flags, multirun and ``--cfg`` work); a bad override is
-reported in one line before Hydra starts (``compose``), a bad value in one line before any
-cluster starts (``ConfigError``). Running the same command again resumes: only cells not
-yet done are computed.
+Hydra composes the config (so its flags, multirun and ``--cfg`` work); a bad override, a
+bad value or a store that cannot be used is reported in one line before Hydra starts
+(``check_overrides``), so nothing is written and no cluster starts. Running the same
+command again resumes: only cells not yet done are computed.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pipeline.results import open_results
 from pipeline.sweep.cluster import NoWorkers
 from pipeline.sweep.config import ConfigError, compose, register, replaceable
 from pipeline.sweep.config.compose import CONFIG_DIR, VERSION_BASE
-from pipeline.sweep.engine import default_store, sweep
+from pipeline.sweep.engine import default_store, prepare, sweep
 
 
 def store_path(cfg) -> Path:
@@ -66,14 +66,17 @@ def _hydra_main(cfg) -> None:
 
 
 def check_overrides(overrides: list[str]) -> str | None:
-    """Compose the config once to report a bad override in one line; None if it composes.
+    """Compose and check the config once, before Hydra starts, so a rejected config writes
+    nothing (not even Hydra's log folder): the one line saying what is wrong (a bad
+    override, a bad value, a store it cannot use), or None.
 
     Hydra's flags (``-m``, ``--cfg``, ``--help``...) and sweep syntax are left to Hydra.
     """
     if any(o.startswith("-") for o in overrides):
         return None
     try:
-        compose(overrides)
+        cfg, experiment = compose(overrides)
+        prepare(cfg, Path(cfg.store) if cfg.store else default_store(experiment))
     except ConfigError as error:
         return str(error)
     return None

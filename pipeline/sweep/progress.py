@@ -29,22 +29,40 @@ class Progress:
         self.bar = self.tty or self.notebook
         self.interval = 0.2 if self.bar else interval
         self.start = self.last = time.monotonic()
+        self.first: tuple[float, int] | None = None
+        """When cells first finished, and how many: rates count from there, so neither the
+        cluster's start nor the first tasks' compilation stretch the ETA."""
 
     def advance(self, finished: int = 0, failed: int = 0) -> None:
+        now = time.monotonic()
+        if self.first is None and finished:
+            self.first = (now, finished)
         self.finished += finished
         self.failed += failed
-        now = time.monotonic()
         if now - self.last >= self.interval:
             self.last = now
             self._show()
 
+    def rate(self) -> float | None:
+        """Cells per second since the first cells finished; None before a second moment."""
+        if self.first is None:
+            return None
+        since, counted = self.first
+        elapsed = time.monotonic() - since
+        if self.finished <= counted or elapsed <= 0:
+            return None
+        return (self.finished - counted) / elapsed
+
     def line(self) -> str:
         done = self.already + self.finished
-        elapsed = time.monotonic() - self.start
-        rate = self.finished / elapsed if elapsed > 0 else 0.0
         left = self.total - done - self.failed
-        eta = datetime.timedelta(seconds=round(left / rate)) if rate > 0 else "?"
+        rate = self.rate()
         failed = f", {self.failed} failed" if self.failed else ""
+        if left == 0:
+            return f"{done}/{self.total} cells{failed}, {time.monotonic() - self.start:.0f} s"
+        if rate is None:
+            return f"{done}/{self.total} cells{failed}, ETA after the first cells"
+        eta = datetime.timedelta(seconds=round(left / rate))
         return f"{done}/{self.total} cells{failed}, {rate:.2f} cells/s, ETA {eta}"
 
     def _show(self) -> None:

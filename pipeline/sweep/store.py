@@ -1,12 +1,14 @@
 """The results store: one zarr store per sweep, an xarray Dataset over the grid.
 
-Only the sweep's client process writes, so writes never collide: the store
-is created once from a template, the client keeps a mirror of every variable
-in memory, and ``flush`` writes whole chunks of the ``(family, n_states)``
-pairs whose cells changed, the ``done`` mask last. zarr's local store writes
-each chunk to a temporary file and renames it into place, so an interrupted
-flush leaves every chunk either old or new; cells whose ``done`` flag did not
-reach the disk are simply computed again on the next run.
+Only one sweep writes a store (it holds ``pipeline.sweep.lock.StoreLock``), from its
+client process: the store is created aside from a template and renamed into place, so no
+interruption leaves a half-made store; the client keeps a mirror of every variable in
+memory, and ``flush`` writes whole chunks of the pairs of the first two dims whose cells
+changed, the ``done`` mask last. zarr's local store writes each chunk to a temporary file
+and renames it into place, so an interrupted flush leaves every chunk either old or new;
+cells whose ``done`` flag did not reach the disk are simply computed again on the next run.
+Every chunk carries a CRC32C checksum: a chunk damaged on disk fails to read instead of
+decoding into other numbers, and resuming computes its cells again.
 
 Read it with plain xarray: ``xr.open_zarr(path)``.
 """
@@ -14,6 +16,8 @@ Read it with plain xarray: ``xr.open_zarr(path)``.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -21,13 +25,18 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 import zarr
+from zarr.codecs import Crc32cCodec, ZstdCodec
 
-from pipeline.results import FORMAT, Schema, StoreError, Variable, check_format
+from pipeline.results import FORMAT, Found, Schema, Variable, found
 from pipeline.results.base import DEFAULT_KIND
+from pipeline.results.paths import problem
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import Grid
 
 _FILL = {"float64": np.nan, "bool": False, "str": ""}
+COMPRESSORS = (ZstdCodec(level=0, checksum=False), Crc32cCodec())
+"""Every array's chunks: zstd as zarr's default, then a CRC32C checksum of the stored bytes."""
+log = logging.getLogger("pipeline.sweep")
 
 
 def empty_variables(
@@ -46,7 +55,7 @@ def empty_variables(
         data[name] = xr.Variable(
             variable.dims, np.full(shape, _FILL[variable.dtype], dtype), attributes
         )
-        encoding[name] = {"chunks": (1, 1, *shape[2:])}
+        encoding[name] = {"chunks": (1, 1, *shape[2:]), "compressors": COMPRESSORS}
     return data, encoding
 
 
@@ -71,6 +80,8 @@ def template(schema: Schema, grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]
     )
     for name, text in {**schema.coordinates, **grid.long_names()}.items():
         dataset[name].attrs.update(units="1", long_name=text)
+    for name in dataset.variables:
+        encoding.setdefault(name, {"compressors": COMPRESSORS})
     return dataset, encoding
 
 
@@ -88,6 +99,39 @@ def _difference(stored: str, wanted: str) -> str:
         if old.get(key) != new.get(key):
             return f"{key} is {old.get(key)} in the store but {new.get(key)} in this run"
     return "the grids differ"
+
+
+def _read(
+    group: zarr.Group, dataset: xr.Dataset, schema: Schema
+) -> tuple[dict[str, np.ndarray], set[tuple[int, int]]]:
+    """Every variable of ``schema`` read chunk by chunk (one chunk per pair of the first two
+    dims), and the pairs with a chunk that could not be read: those keep the template's
+    missing values (``done`` false)."""
+    arrays = {name: dataset[name].values.copy() for name in schema.variables}
+    shape = arrays["done"].shape[:2]
+    unread = set()
+    for pair in np.ndindex(shape):
+        try:
+            chunk = {name: np.asarray(group[name][pair]) for name in schema.variables}
+        except Exception:  # whatever a damaged chunk makes its codecs raise
+            unread.add(pair)
+            continue
+        for name, values in chunk.items():
+            arrays[name][pair] = values
+    return arrays, unread
+
+
+def _rewrite_damaged_coordinates(group: zarr.Group, dataset: xr.Dataset, schema: Schema) -> None:
+    """Rewrite from the grid's template every array outside ``schema``'s variables
+    (coordinates, ``in_grid``) that cannot be read."""
+    for name in dataset.variables:
+        if name in schema.variables:
+            continue
+        try:
+            np.asarray(group[name][...])
+        except Exception:  # whatever a damaged chunk makes its codecs raise
+            group[name][...] = dataset[name].values
+            log.warning("%s: %s could not be read; rewritten from the grid", group.store, name)
 
 
 class ResultStore:
@@ -116,26 +160,21 @@ class ResultStore:
     def check(path: Path, schema: Schema, grid: Grid, *, overwrite: bool = False) -> bool:
         """Whether ``path`` holds a store of ``grid`` to resume; reads, never writes.
 
-        Raises ``ConfigError`` when ``path`` holds something else, or a store
-        of another grid and ``overwrite`` is false.
+        Raises ``ConfigError`` (one line, the words ``analyze`` uses) when ``path`` holds
+        something else: anything but a results store always; a half-made or unreadable
+        store, one of an older layout or of another grid unless ``overwrite`` replaces it.
         """
         path = Path(path)
-        if not path.exists():
+        what = found(path)
+        if what in (Found.MISSING, Found.EMPTY):
             return False
-        try:
-            group = zarr.open_group(path, mode="r", use_consolidated=False)
-            stored = group.attrs["grid"]
-        except (KeyError, FileNotFoundError, ValueError, TypeError):
-            raise ConfigError(
-                "store",
-                f"{path} exists but is not a results store of this pipeline; choose another store=",
-            ) from None
-        current = group.attrs.get("format", 1) == FORMAT
-        if not overwrite:
-            try:
-                check_format(dict(group.attrs), path)
-            except StoreError as error:
-                raise ConfigError("store", str(error)) from None
+        replaceable = (Found.HALF_MADE, Found.UNREADABLE, Found.OLD)
+        if what is not Found.RESULTS and (what not in replaceable or not overwrite):
+            raise ConfigError("store", problem(path, what))
+        if what is not Found.RESULTS:
+            return False
+        group = zarr.open_group(path, mode="r", use_consolidated=False)
+        stored = group.attrs["grid"]
         missing = sorted(set(schema.variables) - set(group.array_keys()))
         if missing and not overwrite:
             raise ConfigError(
@@ -143,7 +182,7 @@ class ResultStore:
                 f"{path} was written by an older version of the pipeline (it lacks "
                 f"{', '.join(missing)}); pass overwrite=true to compute it again",
             )
-        if stored == grid.fingerprint() and current and not missing:
+        if stored == grid.fingerprint() and not missing:
             return True
         if overwrite:
             return False
@@ -158,19 +197,45 @@ class ResultStore:
     def open(
         cls, path: Path, schema: Schema, grid: Grid, attrs: dict, *, overwrite: bool = False
     ) -> ResultStore:
-        """Resume the store of ``grid`` at ``path``, or create it (see ``check``)."""
+        """Resume the store of ``grid`` at ``path``, or create it (see ``check``).
+
+        Resuming reads the store chunk by chunk: the cells of a chunk that cannot be read
+        are not done (they are computed again, and the chunk rewritten at the next flush),
+        and coordinates that cannot be read are rewritten from the grid."""
         path = Path(path)
-        if cls.check(path, schema, grid, overwrite=overwrite):
-            group = zarr.open_group(path, mode="r+", use_consolidated=False)
-            arrays = {name: np.asarray(group[name][...]) for name in schema.variables}
-            store = cls(path, schema, grid, group, arrays)
-            store.update_attrs(runs=int(group.attrs.get("runs", 1)) + 1)
-            return store
-        if path.exists():
-            shutil.rmtree(path)
+        if not cls.check(path, schema, grid, overwrite=overwrite):
+            return cls._create(path, schema, grid, attrs)
+        dataset, _ = template(schema, grid, {})
+        group = zarr.open_group(path, mode="r+", use_consolidated=False)
+        arrays, unread = _read(group, dataset, schema)
+        store = cls(path, schema, grid, group, arrays)
+        store._dirty = unread  # rewritten, not done, at the first flush
+        if unread:
+            axes = grid.axes()
+            where = "; ".join(
+                ", ".join(f"{dim}={axes[dim][k]}" for dim, k in zip(grid.DIMS, pair, strict=False))
+                for pair in sorted(unread)
+            )
+            log.warning(
+                "%s: chunks of %s cannot be read; their cells are computed again", path, where
+            )
+        _rewrite_damaged_coordinates(group, dataset, schema)
+        store.update_attrs(runs=int(group.attrs.get("runs", 1)) + 1)
+        return store
+
+    @classmethod
+    def _create(cls, path: Path, schema: Schema, grid: Grid, attrs: dict) -> ResultStore:
+        """A new store: written beside ``path`` and renamed into place (replacing what
+        ``check`` allowed to replace), so no interruption leaves a half-made store."""
         dataset, encoding = template(schema, grid, {**attrs, "runs": 1})
-        dataset.to_zarr(path, mode="w", encoding=encoding, consolidated=False)
-        _consolidate(path)
+        aside = path.with_name(f".{path.name}.{os.getpid()}.creating")
+        if aside.exists():
+            shutil.rmtree(aside)
+        dataset.to_zarr(aside, mode="w", encoding=encoding, consolidated=False)
+        _consolidate(aside)
+        if path.exists():
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        aside.rename(path)
         arrays = {name: dataset[name].values.copy() for name in schema.variables}
         group = zarr.open_group(path, mode="r+", use_consolidated=False)
         return cls(path, schema, grid, group, arrays)

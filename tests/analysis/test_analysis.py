@@ -56,17 +56,31 @@ def test_analysis_of_a_smoke_store(smoke, tmp_path):
 def test_command_line(smoke, tmp_path, capsys):
     assert main([str(smoke[0]), "--out", str(tmp_path / "r")]) == 0
     assert "report:" in capsys.readouterr().out
-    with pytest.raises(SystemExit):
-        main([str(tmp_path / "missing.zarr")])
-    assert "missing.zarr does not exist" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main([str(tmp_path)])
-    assert "is not a zarr store" in capsys.readouterr().err
     foreign = tmp_path / "foreign.zarr"
     zarr.open_group(foreign, mode="w").create_array("x", shape=(2,), dtype="f8")
-    with pytest.raises(SystemExit):
-        main([str(foreign)])
-    assert "is a zarr store but not a results store" in capsys.readouterr().err
+    for path, line in [
+        (
+            tmp_path / "missing.zarr",
+            "does not exist; run its sweep first, or give the path of a sweep's results store",
+        ),
+        (
+            tmp_path / "r",
+            "is a directory but no zarr store; give another path (store=): a sweep "
+            "never writes into a folder that holds something else",
+        ),
+        (
+            foreign,
+            "is a zarr store of another program; give another path (store=): "
+            "overwrite=true never replaces another program's data",
+        ),
+    ]:
+        assert main([str(path)]) == 2
+        assert capsys.readouterr().err == f"error: {path} {line}\n"
+    assert main(["--verify", str(smoke[0])]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["array", "chunks", "sound", "damaged", "(where)"]
+    assert table[-1] == f"{smoke[0]}: every chunk is sound"
+    assert ["tv", "6", "6", "-"] in [line.split() for line in table]
 
 
 def test_reading_results_imports_neither_hydra_nor_the_sweep():
@@ -88,10 +102,12 @@ def test_a_store_of_the_old_layout_is_refused(smoke, tmp_path, capsys):
     with warnings.catch_warnings():  # zarr notes consolidated metadata is not in its v3 spec
         warnings.simplefilter("ignore", UserWarning)
         zarr.consolidate_metadata(old)
-    with pytest.raises(SystemExit):
-        main([str(old)])
-    error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "has layout 1" in error and "run the sweep again" in error
+    assert main([str(old)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {old} is a results store of an older layout (layout 1; this pipeline reads "
+        "layout 2, with the method and setting dims: see the README's release notes); run its "
+        "sweep again with overwrite=true to replace it\n"
+    )
 
 
 def paper_dataset(changes=None, *overrides):
@@ -189,7 +205,7 @@ def test_only_cells_in_the_papers_setting_are_compared():
 def test_tables_name_every_model(smoke):
     ds = xr.open_zarr(smoke[0]).load()
     assert mixing_table(ds).count("| bell, n=") == 2
-    assert len(summary(ds).splitlines()) == 1 + 3 * 2 * 4
+    assert len(summary(ds).splitlines()) == 1 + 3 * 2 * 6
 
 
 def test_payoff_recovers_a_known_law():

@@ -196,14 +196,26 @@ def test_bad_configuration_end_to_end(case, tmp_path):
     overrides, expected = BAD[case]
     result = sweep(*TINY, *overrides, cwd=tmp_path, timeout=120)
     assert_one_line_error(result, expected)
-    assert not (tmp_path / "outputs" / "smoke" / "results.zarr").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # not even Hydra's log folder
 
 
 def test_unwritable_store(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
     result = sweep(*TINY, f"store={blocker}/results.zarr", cwd=tmp_path)
-    assert_one_line_error(result, f"store: cannot create {blocker}/results.zarr")
+    assert_one_line_error(
+        result, f"store: cannot create {blocker}/results.zarr: {blocker} is not a directory"
+    )
+    # accepted by a permission check (root may write anywhere), refused by the file system
+    result = sweep(*TINY, "store=/proc/results.zarr", cwd=tmp_path)
+    assert_one_line_error(
+        result, "store: cannot write /proc/results.zarr: /proc refuses new files ("
+    )
+    result = sweep(*TINY, f"store={blocker}", cwd=tmp_path)
+    assert_one_line_error(
+        result, f"store: {blocker} is a file; a store is a directory: give another path (store=)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
 
 
 def test_unreachable_scheduler(tmp_path):

@@ -1,11 +1,17 @@
 """Dead workers and killed sweeps lose no finished result."""
 
 import re
+import shutil
 import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
 from distributed import Client
+
+from pipeline.results import damage
 
 from helpers import (
     TINY,
@@ -20,7 +26,7 @@ from helpers import (
 
 SLOW = ["timing.min_seconds=0.25", "grid.families=[bell,uniform]"]
 """Two families, every cell timing runs for at least 0.25 s: long enough to interrupt."""
-TOTAL = 64
+TOTAL = 96
 
 
 def test_a_worker_killed_mid_sweep_on_a_real_scheduler(tmp_path):
@@ -106,3 +112,76 @@ def test_a_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
         np.testing.assert_array_equal(resumed[name].values, expected[name].values, err_msg=name)
     for name in timing:
         assert bool(np.isfinite(resumed[name].where(resumed.in_grid, 0)).all()), name
+
+
+def test_two_sweeps_started_together_on_one_store(tmp_path):
+    """One runs; the other stops at once with the lock line; the store ends sound and whole."""
+    runs = [start_sweep(*TINY, "store=shared.zarr", cwd=tmp_path) for _ in range(2)]
+    outcomes = [(run.wait(timeout=240), run.stderr.read()) for run in runs]
+    for run in runs:
+        run.stdout.close()
+        run.stderr.close()
+    assert sorted(code for code, _ in outcomes) == [0, 2], outcomes
+    (refused,) = [err for code, err in outcomes if code == 2]
+    store = tmp_path / "shared.zarr"
+    assert re.fullmatch(
+        rf"error: store: {re.escape(str(Path('shared.zarr')))} is locked by a sweep on \S+ "
+        r"\(PID \d+, since [0-9T:+-]+\); wait for it to finish or stop it, then run the same "
+        r"command again \(reading the store needs no lock\)",
+        refused.strip().splitlines()[-1],
+    ), refused
+    assert "Dask scheduler" not in refused  # stopped before any cluster started
+    assert done_count(store) == 144 and not damage(store)
+
+
+def test_a_damaged_store_is_named_and_the_rerun_recomputes_only_its_cells(smoke, tmp_path):
+    store = tmp_path / "r.zarr"
+    shutil.copytree(smoke[0], store)
+    chunk = store / "tv" / "c" / "1" / "0" / "0" / "0" / "0" / "0" / "0"  # uniform, 20
+    chunk.write_bytes(chunk.read_bytes()[:-3])  # a write cut short
+    analyzed = subprocess.run(
+        [sys.executable, "-m", "pipeline.analyze", str(store)], capture_output=True, text=True
+    )
+    assert analyzed.returncode == 2
+    assert analyzed.stderr == (
+        f"error: {store} is damaged: the tv chunk of family=uniform, n_states=20 ({chunk}) "
+        "cannot be read: its checksum does not match its bytes; run the same sweep command "
+        "again to recompute its cells (or overwrite=true to start over)\n"
+    )
+    again = sweep(*TINY, f"store={store}", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "24 cells to compute, 120 already done" in again.stderr
+    assert "chunks of family=uniform, n_states=20 cannot be read; their cells are computed" in (
+        again.stderr
+    )
+    expected, repaired = xr.open_zarr(smoke[0]).load(), xr.open_zarr(store).load()
+    timing = ("runtime_", "speedup", "repeats", "build_time", "gamma_time")
+    for name in [n for n in expected.data_vars if not n.startswith(timing)]:
+        np.testing.assert_array_equal(repaired[name].values, expected[name].values, err_msg=name)
+
+
+def test_a_cell_out_of_memory_fails_once_in_one_line_and_the_others_finish(tmp_path):
+    result = sweep(
+        *TINY,
+        "cluster.n_workers=1",
+        "cluster.memory_limit=700MiB",
+        "grid.families=[bell]",
+        "grid.n_states=[20,9000]",  # 9000 states: 1.3 GB of dense matrices
+        "grid.methods={topp:[0.9]}",
+        "grid.seeds=[0]",
+        "retries=0",
+        "fuse_states=10000",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stderr
+    ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr").load()
+    big = ds.sel(family="bell", n_states=9000)
+    assert not bool(big.done.any()) and bool(big.failed.all())
+    assert {str(m) for m in big.error.values.flat} == {
+        "ran out of memory on a worker (limit 0.68 GiB; 1 attempt)"
+    }
+    assert bool(ds.sel(family="bell", n_states=20).done.all())
+    assert "2 cells failed" in result.stderr
+    assert "memory budget" not in result.stderr  # distributed's warning: in the log
+    logs = list((tmp_path / "outputs" / "smoke" / "hydra").glob("*/main.log"))
+    assert any("memory budget" in log.read_text() for log in logs)

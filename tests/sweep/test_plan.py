@@ -1,5 +1,7 @@
 """The plan and its tasks, run in this process (the cluster runs are in test_sweep)."""
 
+import tracemalloc
+
 import dask
 import numpy as np
 import pytest
@@ -122,3 +124,45 @@ def test_impossible_observations_are_those_the_approximate_emissions_drop(model)
     predicted = tasks.reference(model, mode="predict", horizon=8, observe_every=2, seed=0, run=True)
     values = tasks.run_cell(model, built, predicted, mixed, mode="predict", timing=TIMING).values()
     assert np.isnan(values["impossible_observations"])
+
+
+@pytest.mark.parametrize(
+    ("method", "setting", "mode"), [("topp", 0.8, "filter"), ("topp_states", 0.9, "predict")]
+)
+def test_a_cell_in_chunks_measures_what_a_whole_history_does(
+    model, monkeypatch, method, setting, mode
+):
+    """Where a history does not fit ``HISTORY_BYTES`` the cell runs exact and approximate
+    inference in lockstep, a few steps at a time: the same values."""
+    built = tasks.build_approximation(model, method=method, setting=setting)
+    mixed = tasks.mixing(model, exact=True)
+    whole = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
+    expected = tasks.run_cell(model, built, whole, mixed, mode=mode, timing=TIMING).values()
+    monkeypatch.setattr(tasks, "HISTORY_BYTES", 8 * model.hmm.n_states * 4)  # 4 steps
+    chunked = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
+    assert chunked.beliefs is None and chunked.run
+    values = tasks.run_cell(model, built, chunked, mixed, mode=mode, timing=TIMING).values()
+    for name in ("tv", "work", "log_evidence", "log_evidence_error", "zero_evidence", "eps"):
+        np.testing.assert_array_equal(values[name], expected[name], err_msg=name)
+    # a step's error is a matrix-vector product over the chunk's rows: BLAS may round it
+    # differently for other row counts
+    np.testing.assert_allclose(values["certificate"], expected["certificate"], rtol=1e-13)
+    assert values["runtime_exact"].shape == (31,) and np.isfinite(values["runtime_exact"]).all()
+
+
+def test_a_cells_memory_does_not_grow_with_the_horizon(monkeypatch):
+    hmm_model = tasks.build(tasks.ModelSpec("peaked", 200_000, 0, {"structured": True}))
+    built = tasks.build_approximation(hmm_model, method="topp", setting=0.9)
+    mixed = tasks.mixing(hmm_model, exact=False)
+    monkeypatch.setattr(tasks, "HISTORY_BYTES", 8 * 200_000 * 4)  # 4 steps: 6.4 MB a run
+    peaks = []
+    for horizon in (20, 160):
+        exact = tasks.reference(
+            hmm_model, mode="predict", horizon=horizon, observe_every=1, seed=0, run=True
+        )
+        tracemalloc.start()
+        tasks.run_cell(hmm_model, built, exact, mixed, mode="predict", timing=TIMING)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    # a whole history would take 8x the memory at 160 steps (1.6 MB a step for each run)
+    assert peaks[1] < 1.3 * peaks[0], peaks

@@ -3,6 +3,7 @@ import pytest
 import xarray as xr
 import zarr
 
+from pipeline.results import Found, StoreError, damage, damage_line, found, open_results
 from pipeline.results.methods import DIMS, SCHEMA, VARIABLES
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
@@ -111,17 +112,152 @@ def test_a_different_grid_is_refused_or_replaced(tmp_path, grid):
     assert xr.open_zarr(path).setting.values.tolist() == [0.5, 0.7]
 
 
-def test_something_else_at_the_path_is_refused(tmp_path, grid):
-    (tmp_path / "not_a_store").mkdir()
-    with pytest.raises(ConfigError, match="not a results store"):
-        ResultStore.check(tmp_path / "not_a_store", SCHEMA, grid)
+def _foreign(path):
+    zarr.open_group(path, mode="w").create_array("x", shape=(2,), dtype="f8")
 
 
-def test_a_store_of_the_old_layout_is_refused_never_misread(tmp_path, grid):
-    path = tmp_path / "old.zarr"
+def _half_made(path, grid):
+    """What a sweep killed while creating its store left before creation was atomic: our
+    arrays and a root without attributes."""
+    ResultStore.open(path, SCHEMA, grid, {})
+    group = zarr.open_group(path, mode="r+", use_consolidated=False)
+    group.attrs.clear()
+    for name in list(group.array_keys())[5:]:
+        del group[name]
+
+
+def _unreadable(path, grid):
+    ResultStore.open(path, SCHEMA, grid, {})
+    (path / "zarr.json").write_text("{")
+
+
+def _old(path, grid):
     ResultStore.open(path, SCHEMA, grid, {})
     group = zarr.open_group(path, mode="r+", use_consolidated=False)
     del group.attrs["format"]  # what every store written before the methods layer lacks
-    with pytest.raises(ConfigError, match=r"old.zarr has layout 1, this pipeline reads layout 2"):
+
+
+CASES = {
+    "file": (
+        lambda p, g: p.write_text("x"),
+        "is a file; a store is a directory: give another path (store=)",
+        False,
+    ),
+    "folder": (
+        lambda p, g: (p.mkdir(), (p / "notes.txt").write_text("x")),
+        "is a directory but no zarr store; give another path (store=): a sweep never "
+        "writes into a folder that holds something else",
+        False,
+    ),
+    "foreign": (
+        lambda p, g: _foreign(p),
+        "is a zarr store of another program; give another "
+        "path (store=): overwrite=true never replaces another program's data",
+        False,
+    ),
+    "half_made": (
+        _half_made,
+        "is a half-made results store; its creation was interrupted: run "
+        "its sweep again with overwrite=true to replace it",
+        True,
+    ),
+    "unreadable": (
+        _unreadable,
+        "is a results store whose metadata cannot be read; run its "
+        "sweep again with overwrite=true to replace it",
+        True,
+    ),
+    "old": (
+        _old,
+        "is a results store of an older layout (layout 1; this pipeline reads layout "
+        "2, with the method and setting dims: see the README's release notes); run its "
+        "sweep again with overwrite=true to replace it",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_what_a_store_path_holds_is_said_in_the_same_line_by_the_sweep_and_analyze(
+    tmp_path, grid, case
+):
+    make, line, replaceable = CASES[case]
+    path = tmp_path / "r.zarr"
+    make(path, grid)
+    with pytest.raises(ConfigError) as refused:
         ResultStore.check(path, SCHEMA, grid)
+    assert str(refused.value) == f"store: {path} {line}"
+    with pytest.raises(StoreError) as unread:
+        open_results(path)
+    assert str(unread.value) == f"{path} {line}"
+    if not replaceable:
+        with pytest.raises(ConfigError):
+            ResultStore.check(path, SCHEMA, grid, overwrite=True)
+        return
     assert not ResultStore.check(path, SCHEMA, grid, overwrite=True)
+    ResultStore.open(path, SCHEMA, grid, {}, overwrite=True)
+    assert found(path) is Found.RESULTS and not damage(path)
+
+
+def test_a_new_store_is_written_aside_and_renamed_into_place(tmp_path, grid):
+    path = tmp_path / "r.zarr"
+    assert not ResultStore.check(path, SCHEMA, grid)
+    (tmp_path).joinpath("r.zarr").mkdir()  # an empty directory is a new store's place
+    ResultStore.open(path, SCHEMA, grid, {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.zarr"]
+    for name in xr.open_zarr(path).variables:  # every array carries its checksum
+        codecs = zarr.open_array(path / name, mode="r").metadata.codecs
+        assert [type(c).__name__ for c in codecs][-1] == "Crc32cCodec", name
+
+
+def _flip(file):
+    data = bytearray(file.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    file.write_bytes(bytes(data))
+
+
+def test_damaged_chunks_are_named_and_only_their_cells_computed_again(tmp_path, grid):
+    path = tmp_path / "r.zarr"
+    store = ResultStore.open(path, SCHEMA, grid, {})
+    for cell in grid.cells():
+        store.record(cell, fake_values(cell, grid))
+    store.flush()
+    clean = xr.open_zarr(path).load()
+    (path / "tv" / "c" / "0" / "1" / "0" / "0" / "0" / "0" / "0").write_bytes(b"")  # truncated
+    _flip(path / "done" / "c" / "2" / "1" / "0" / "0" / "0" / "0")  # dirichlet, 40
+    _flip(path / "t" / "c" / "0")  # a coordinate
+    damaged = damage(path)
+    assert [(c.array, c.where) for c in damaged] == [
+        ("done", "family=dirichlet, n_states=40"),
+        ("t", ""),
+        ("tv", "family=bell, n_states=40"),
+    ]
+    assert {c.error for c in damaged} == {"its checksum does not match its bytes"}
+    assert damage_line(path, damaged) == (
+        f"{path} is damaged: the done chunk of family=dirichlet, n_states=40 "
+        f"({path}/done/c/2/1/0/0/0/0) cannot be read: its checksum does not match its bytes "
+        "(and 2 more chunks); run the same sweep command again to recompute its cells (or "
+        "overwrite=true to start over)"
+    )
+    resumed = ResultStore.open(path, SCHEMA, grid, {})
+    todo = resumed.todo()
+    assert todo == [
+        c for c in grid.cells() if (c.family, c.n_states) in {("bell", 40), ("dirichlet", 40)}
+    ]
+    for cell in todo:
+        resumed.record(cell, fake_values(cell, grid))
+    resumed.flush()
+    assert not damage(path)
+    repaired = xr.open_zarr(path).load()
+    xr.testing.assert_identical(repaired.drop_attrs(), clean.drop_attrs())
+
+
+def test_overwrite_replaces_a_damaged_store(tmp_path, grid):
+    path = tmp_path / "r.zarr"
+    store = ResultStore.open(path, SCHEMA, grid, {})
+    store.record(grid.cells()[0], fake_values(grid.cells()[0], grid))
+    store.flush()
+    _flip(path / "tv" / "c" / "0" / "0" / "0" / "0" / "0" / "0" / "0")
+    other = MethodsGrid.from_config(composed("grid.methods={topp:[0.5,0.7]}"))
+    ResultStore.open(path, SCHEMA, other, {}, overwrite=True)
+    assert not damage(path) and xr.open_zarr(path).setting.values.tolist() == [0.5, 0.7]

@@ -1,5 +1,8 @@
 """The sweep end to end: a real LocalCluster with worker processes, read back with plain xarray."""
 
+import re
+import urllib.request
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -14,7 +17,7 @@ from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.methods.tasks import observations
 
-from helpers import TINY, sweep
+from helpers import TINY, start_sweep, sweep
 
 
 def test_store_layout(smoke):
@@ -23,18 +26,18 @@ def test_store_layout(smoke):
     assert dict(ds.sizes) == {
         "family": 3,
         "n_states": 2,
-        "method": 3,
-        "setting": 3,
+        "method": 5,
+        "setting": 4,
         "seed": 2,
         "mode": 2,
         "t": 11,
     }
-    assert ds.method.values.tolist() == ["topp", "topk", "topp_states"]
-    assert ds.setting.values.tolist() == [0.5, 0.9, 3.0]
-    assert int(ds.in_grid.sum()) == 3 * 2 * 4
+    assert ds.method.values.tolist() == ["topp", "topk", "topp_states", "lowrank", "banded_lowrank"]
+    assert ds.setting.values.tolist() == [0.5, 0.9, 2.0, 3.0]
+    assert int(ds.in_grid.sum()) == 3 * 2 * 6
     assert ds.family.values.tolist() == ["bell", "uniform", "dirichlet"]
     assert bool(ds.done.where(ds.in_grid, True).all()) and not bool(ds.failed.any())
-    assert int(ds.done.sum()) == 96
+    assert int(ds.done.sum()) == 144
     for name, variable in ds.data_vars.items():
         assert variable.attrs.get("units") and variable.attrs.get("long_name"), name
     for key in (
@@ -49,8 +52,8 @@ def test_store_layout(smoke):
         "worker_blas_threads",
     ):
         assert ds.attrs[key], key
-    assert "family  n_states       method  setting  speedup predict" in result.stdout
-    assert "96/96 cells" in result.stderr
+    assert re.search(r"family  n_states +method  setting  speedup predict", result.stdout)
+    assert "144/144 cells" in result.stderr
 
 
 def test_values_match_the_library(smoke):
@@ -99,7 +102,8 @@ def test_rerun_computes_nothing(smoke, tmp_path):
     path, _ = smoke
     again = sweep(*TINY, f"store={path}", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "0 cells to compute, 96 already done" in again.stderr
+    assert "0 cells to compute, 144 already done" in again.stderr
+    assert "nothing left to do: every cell of" in again.stderr and "cells/s" not in again.stderr
     assert xr.open_zarr(path).attrs["runs"] == 2
 
 
@@ -115,13 +119,13 @@ def test_failing_cells_are_recorded_and_the_sweep_goes_on(tmp_path):
         cwd=tmp_path,
     )
     assert result.returncode == 1
-    assert "16 cells failed" in result.stderr
+    assert "24 cells failed" in result.stderr
     ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr")
     lm = ds.sel(family="lm", n_states=40)
-    assert int(lm.failed.sum()) == 16 and int(lm.done.sum()) == 0
+    assert int(lm.failed.sum()) == 24 and int(lm.done.sum()) == 0
     messages = {str(m) for m in lm.error.values.flat if str(m)}
     assert len(messages) == 1 and "word types; n_states=40 needs at least 39" in messages.pop()
-    assert int(ds.sel(family="bell", n_states=20).done.sum()) == 16
+    assert int(ds.sel(family="bell", n_states=20).done.sum()) == 24
     sizes = ds.in_grid.any(("method", "setting"))
     assert sizes.values.tolist() == [[True, False], [False, True]]
 
@@ -148,6 +152,7 @@ def test_structured_models_gamma_parts_doeblin_and_certificate(tmp_path):
         *TINY,
         "grid.families=[bell,peaked]",
         "grid.n_states=[4000,6000]",
+        "grid.methods={topp:[0.5,0.9],topk:[3],topp_states:[0.9]}",
         "grid.seeds=[0]",
         "model.bell.structured=true",
         "model.peaked.structured=true",
@@ -199,3 +204,43 @@ def test_run_from_python_with_a_given_client_equals_the_command_line(smoke, tmp_
         xr.testing.assert_identical(ds[name], cli[name])
     with pytest.raises(ConfigError, match=r"^grid.horizon: 0 is not allowed"):
         run(["experiment=smoke", "grid.horizon=0"], client=client)
+
+
+def test_the_dashboard_serves_dasks_status_page_and_the_performance_report_is_saved(tmp_path):
+    run = start_sweep(
+        *TINY,
+        "cluster.n_workers=1",
+        "grid.families=[bell]",
+        "performance_report=true",
+        "store=r.zarr",
+        cwd=tmp_path,
+    )
+    link = None
+    for line in run.stderr:  # the log, as it is written
+        found = re.search(r"Dask dashboard: (http://127\.0\.0\.1:\d+/status)", line)
+        if found:
+            link = found.group(1)
+            break
+    assert link, "no dashboard link"
+    page = urllib.request.urlopen(link, timeout=30).read().decode()
+    assert "<title>Dask Diagnostic UI</title>" in page and "bokeh" in page.lower()
+    assert "needs bokeh" not in page
+    run.communicate(timeout=240)
+    assert run.returncode == 0
+    report = (tmp_path / "r_performance.html").read_text()
+    assert "<title>Dask Performance Report</title>" in report
+
+
+def test_an_accuracy_only_sweep_stores_the_same_errors_and_no_runtimes(smoke, tmp_path):
+    result = sweep(*TINY, "timing.enabled=false", "store=accuracy.zarr", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    timed, untimed = xr.open_zarr(smoke[0]).load(), xr.open_zarr(tmp_path / "accuracy.zarr")
+    untimed = untimed.load()
+    timing = ("runtime_", "speedup", "repeats", "build_time", "gamma_time")
+    for name in [n for n in timed.data_vars if not n.startswith(timing)]:
+        np.testing.assert_array_equal(untimed[name].values, timed[name].values, err_msg=name)
+    done = untimed.done
+    for name in [n for n in untimed.data_vars if n.startswith(("runtime_", "speedup"))]:
+        assert bool(untimed[name].where(done).isnull().all()), name
+        assert "timing.enabled=false" in untimed[name].attrs["missing"], name
+    assert int(untimed.repeats.where(done, 0).max()) == 0

@@ -53,6 +53,9 @@ class TimingConfig:
     max_repeats: int = 1000
     blas_threads: int = 1
     """BLAS threads in every timed run (fixed with threadpoolctl and recorded)."""
+    enabled: bool = True
+    """False: accuracy only, for sweeps of many cells where only errors matter: each cell runs
+    its approximation once and stores no runtimes (NaN, its ``missing`` attribute says why)."""
 
 
 def _optional(hint):
@@ -214,6 +217,9 @@ class SweepConfig:
     """Results location; default ``outputs/<experiment>/results.zarr``."""
     overwrite: bool = False
     """Replace an existing store made from a different grid instead of refusing."""
+    performance_report: bool = False
+    """Save Dask's performance report of the computation (HTML: task stream, worker profile,
+    bandwidth) beside the store, as ``<store name>_performance.html``."""
     fuse_states: int = 500
     """Models with at most this many states compute all their cells in one Dask task."""
     exact_max_states: Optional[int] = None  # noqa: UP045

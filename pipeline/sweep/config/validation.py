@@ -3,7 +3,7 @@ the checks of the keys every kind has (timing, retries, the store's path)."""
 
 from __future__ import annotations
 
-import os
+import tempfile
 from pathlib import Path
 
 
@@ -55,16 +55,27 @@ def validate_shared(cfg) -> None:
         )
 
 
+def _probe(folder: Path) -> str | None:
+    """Why a file cannot be created (and removed) in ``folder``, or None if it can."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-probe-"):
+            pass
+    except OSError as error:
+        return error.strerror or type(error).__name__
+    return None
+
+
 def check_writable(path: Path) -> None:
-    """Raise ``ConfigError`` unless a store can be created or updated at ``path``."""
-    if path.exists():
-        if not path.is_dir():
-            raise ConfigError("store", f"{path} exists and is not a zarr store (a directory)")
-        if not os.access(path, os.W_OK):
-            raise ConfigError("store", f"{path} is not writable")
-        return
+    """Raise ``ConfigError`` unless a store can be created or updated at ``path``: a file is
+    created and removed where the store and its lock go (not ``os.access``, which a
+    read-only or virtual file system answers wrongly)."""
+    path = Path(path)
     parent = path.parent
     while not parent.exists():
         parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError("store", f"cannot create {path}: {parent} is not a writable directory")
+    if not parent.is_dir():
+        raise ConfigError("store", f"cannot create {path}: {parent} is not a directory")
+    for folder in (parent, path) if path.is_dir() else (parent,):
+        why = _probe(folder)
+        if why:
+            raise ConfigError("store", f"cannot write {path}: {folder} refuses new files ({why})")

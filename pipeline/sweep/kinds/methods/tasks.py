@@ -19,7 +19,7 @@ import numba
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from pipeline.inference import filtering
+from pipeline.inference import filtering, filtering_chunks
 from pipeline.methods import Approximation, approximate
 from pipeline.metrics import (
     doeblin_lower_bound,
@@ -57,6 +57,8 @@ class Timing:
     min_seconds: float
     max_repeats: int
     threads: int
+    enabled: bool = True
+    """False: one approximate run for the accuracy, no timed runs (runtimes stored NaN)."""
 
 
 class Model(NamedTuple):
@@ -73,13 +75,28 @@ class Mixing(NamedTuple):
     seconds: float  # time gamma took, over every part of its pair search
 
 
+HISTORY_BYTES = 2**29
+"""A cell keeps at most this many bytes of a run's beliefs at a time: the whole horizon where
+it fits (every committed experiment's cells), else chunks of as many steps as fit, so a
+cell's memory does not grow with the horizon."""
+
+
+def history_steps(steps: int, n_states: int) -> int:
+    """Steps of beliefs a run keeps at a time (``HISTORY_BYTES``), at least one."""
+    return max(1, min(steps, HISTORY_BYTES // (8 * n_states)))
+
+
 class Reference(NamedTuple):
-    """The exact run of one model in one mode (``beliefs`` None where it was not run)."""
+    """The observations of one model, mode and seed, and its exact run where that is shared:
+    ``beliefs`` is the whole exact history where it fits ``HISTORY_BYTES``; None where each
+    cell runs exact inference beside its approximation, chunk by chunk, or (``run`` false)
+    none at all."""
 
     observations: np.ndarray  # (horizon + 1,), -1 where nothing is observed
     states: np.ndarray  # (horizon + 1,): the sampled state path (filter), or -1 (predict)
     beliefs: np.ndarray | None  # (horizon + 1, n_states)
     log_evidence: float
+    run: bool
 
 
 class Built(NamedTuple):
@@ -115,19 +132,20 @@ def observations(hmm: HMM, *, mode: str, horizon: int, observe_every: int, seed:
 def reference(
     model: Model, *, mode: str, horizon: int, observe_every: int, seed: int, run: bool
 ) -> Reference:
-    """The exact run every cell of this model and mode is measured against.
+    """What every cell of this model and mode is measured against.
 
     With ``run`` false (an exact reference too big to compute) only the
     observations are drawn: the cells then measure the approximation alone and
-    its error through the certificate.
+    its error through the certificate. A history too large to keep whole is not kept:
+    each cell runs exact inference beside its approximation, chunk by chunk.
     """
     states, observed = observations(
         model.hmm, mode=mode, horizon=horizon, observe_every=observe_every, seed=seed
     )
-    if not run:
-        return Reference(observed, states, None, np.nan)
+    if not run or history_steps(observed.size, model.hmm.n_states) < observed.size:
+        return Reference(observed, states, None, np.nan, run)
     result = filtering(model.hmm, observed)
-    return Reference(observed, states, result.beliefs, result.log_evidence)
+    return Reference(observed, states, result.beliefs, result.log_evidence, run)
 
 
 def mixing_part(model: Model, *, part: int, parts: int) -> tuple[float, float]:
@@ -235,26 +253,110 @@ def _numba_threads(timing: Timing):
         numba.set_num_threads(before)
 
 
+@contextlib.contextmanager
+def _timing_threads(timing: Timing):
+    """BLAS and numba's parallel steps fixed to ``timing.threads``."""
+    with _threadpools().limit(limits=timing.threads, user_api="blas"), _numba_threads(timing):
+        yield
+
+
+def _elapsed(hmm: HMM, observed: np.ndarray, prune: float) -> np.ndarray:
+    """The cumulative seconds of every step of one run that keeps only what it must: the
+    whole history where it fits ``HISTORY_BYTES``, else chunks (between which the clock
+    stops)."""
+    chunk = history_steps(observed.size, hmm.n_states)
+    if chunk >= observed.size:
+        return filtering(hmm, observed, prune=prune).elapsed
+    parts, offset = [], 0.0
+    for part in filtering_chunks(hmm, observed, chunk=chunk, prune=prune):
+        parts.append(part.elapsed + offset)
+        offset = parts[-1][-1]
+    return np.concatenate(parts)
+
+
 def _timed_runs(model: Model, approximation: Approximation, exact: Reference, timing: Timing):
     """Exact and approximate runs alternating (exact first on even repeats), BLAS and numba's
     parallel steps fixed to ``timing.threads``, until ``timing.repeats`` pairs and
-    ``timing.min_seconds`` (at most ``timing.max_repeats``). Returns the exact runs (none
-    without a reference) and the approximate runs."""
+    ``timing.min_seconds`` (at most ``timing.max_repeats``). Returns the cumulative seconds
+    of every step of the exact runs (none without a reference) and of the approximate runs;
+    with timing off, none."""
     runs: dict[str, list] = {"exact": [], "approx": []}
-    pair = ("exact", "approx") if exact.beliefs is not None else ("approx",)
+    if not timing.enabled:
+        return runs["exact"], runs["approx"]
+    pair = ("exact", "approx") if exact.run else ("approx",)
     start = time.perf_counter()
-    with _threadpools().limit(limits=timing.threads, user_api="blas"), _numba_threads(timing):
+    with _timing_threads(timing):
         while len(runs["approx"]) < timing.repeats or (
             time.perf_counter() - start < timing.min_seconds
             and len(runs["approx"]) < timing.max_repeats
         ):
             for which in pair if len(runs["approx"]) % 2 == 0 else pair[::-1]:
                 if which == "exact":
-                    runs[which].append(filtering(model.hmm, exact.observations))
+                    runs[which].append(_elapsed(model.hmm, exact.observations, 1.0))
                 else:
                     hmm, prune = approximation.hmm, approximation.prune
-                    runs[which].append(filtering(hmm, exact.observations, prune=prune))
+                    runs[which].append(_elapsed(hmm, exact.observations, prune))
     return runs["exact"], runs["approx"]
+
+
+class Accuracy(NamedTuple):
+    """What the approximate run measures against the exact one, step by step."""
+
+    tv: np.ndarray  # (T,): TV(P_t, Q_t), NaN without an exact run
+    errors: np.ndarray  # (T,): the most TV each step adds (``metrics.step_errors``)
+    work: list  # (T - 1,): multiply-adds of each step (``operators.step_work``)
+    log_evidence: float  # exact, NaN without an exact run
+    log_evidence_approx: float
+    zero_evidence: int  # steps whose observation the approximate belief made impossible
+
+
+def _accuracy(model: Model, approximation: Approximation, exact: Reference, timing) -> Accuracy:
+    """Exact and approximate inference in lockstep, a chunk of steps at a time
+    (``history_steps``), each step reduced as it goes: the memory of a chunk, never of the
+    whole horizon where it does not fit. The approximate run has the timed runs' threads,
+    the exact run the reference's, so every value is the one a whole run gives."""
+    observed, hmm = exact.observations, approximation.hmm
+    T = hmm.transition
+    chunk = history_steps(observed.size, hmm.n_states)
+    approx = filtering_chunks(hmm, observed, chunk=chunk, prune=approximation.prune)
+    lockstep = exact.run and exact.beliefs is None
+    exacts = filtering_chunks(model.hmm, observed, chunk=chunk) if lockstep else None
+    tv, errors, work = [], [], []
+    log_evidence, zero_evidence, previous, last = exact.log_evidence, 0, None, None
+    while True:
+        with _timing_threads(timing):
+            part = next(approx, None)
+        if part is None:
+            break
+        if lockstep:
+            exact_part = next(exacts)
+            reference, log_evidence = exact_part.beliefs, exact_part.log_evidence
+        elif exact.beliefs is not None:
+            reference = exact.beliefs[part.start : part.start + part.beliefs.shape[0]]
+        else:
+            reference = np.nan
+        tv.append(total_variation(reference, part.beliefs))
+        errors.append(
+            step_errors(
+                approximation.prior_error,
+                approximation.row_error,
+                part.beliefs,
+                part.pruned,
+                previous=previous,
+            )
+        )
+        before = part.beliefs[:-1] if previous is None else [previous, *part.beliefs[:-1]]
+        work.extend(step_work(T, row != 0) for row in before)
+        zero_evidence += int(part.zero.sum())
+        previous, last = part.beliefs[-1].copy(), part
+    return Accuracy(
+        np.concatenate(tv),
+        np.concatenate(errors),
+        work,
+        log_evidence,
+        last.log_evidence,
+        zero_evidence,
+    )
 
 
 def _impossible(hmm: HMM, exact: Reference) -> float:
@@ -283,30 +385,25 @@ def run_cell(
     The speedup is a ratio of runs made moments apart: the median over
     repeats of the per-repeat ratio of total runtimes. Runtimes are cumulative
     per step (median, min and max over repeats). Without an exact run
-    (``exact.beliefs`` None) only the approximation is timed and TV, speedup
+    (``exact.run`` false) only the approximation is timed and TV, speedup
     and evidence error are NaN: the certificate is then the measure of the
-    error. Bounds are for prediction; the certificate is NaN when filtering.
+    error. Bounds are for prediction; the certificate is NaN when filtering. The
+    accuracy pass runs exact and approximate inference in lockstep, chunk by chunk
+    (``_accuracy``), the timing pass each side alone (``_timed_runs``).
     """
     approximation = built.approximation
+    accuracy = _accuracy(model, approximation, exact, timing)
     exact_runs, approx_runs = _timed_runs(model, approximation, exact, timing)
     steps = exact.observations.size
-    approx_time = np.array([r.elapsed for r in approx_runs])
-    exact_time = (
-        np.array([r.elapsed for r in exact_runs]) if exact_runs else np.full((1, steps), np.nan)
-    )
-    run = approx_runs[0]
+    untimed = np.full((1, steps), np.nan)
+    approx_time = np.array(approx_runs) if approx_runs else untimed
+    exact_time = np.array(exact_runs) if exact_runs else untimed
     eps, start = approximation.step_error, approximation.start_error
     bounds = error_bounds(min(eps, 1.0), mixed.gamma, np.arange(steps), start=min(start, 1.0))
-    measured = exact.beliefs if exact.beliefs is not None else np.nan
     filtered = mode == "filter"
-    errors = step_errors(
-        approximation.prior_error, approximation.row_error, run.beliefs, run.pruned
-    )
-    certificate = tv_certificate(mixed.gamma, errors)
-    T = approximation.hmm.transition
-    work = [step_work(T, run.beliefs[t - 1] != 0) for t in range(1, steps)]
+    certificate = tv_certificate(mixed.gamma, accuracy.errors)
     series = [
-        total_variation(measured, run.beliefs),
+        accuracy.tv,
         bounds["recursive"],
         bounds["linear"],
         np.full(steps, np.nan) if filtered else certificate,
@@ -323,10 +420,10 @@ def run_cell(
         float(approximation.row_error.mean()) + approximation.prune_error,
         np.median(exact_time[:, -1] / approx_time[:, -1]),
         len(approx_runs),
-        np.mean(work) if work else np.nan,
-        exact.log_evidence if filtered else np.nan,
-        run.log_evidence - exact.log_evidence if filtered else np.nan,
-        run.zero_evidence.size,
+        np.mean(accuracy.work) if accuracy.work else np.nan,
+        accuracy.log_evidence if filtered else np.nan,
+        accuracy.log_evidence_approx - accuracy.log_evidence if filtered else np.nan,
+        accuracy.zero_evidence,
         _impossible(approximation.hmm, exact),
         built.sparsity,
         built.stored_entries,

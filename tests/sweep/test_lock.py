@@ -1,0 +1,85 @@
+"""One writer per store: real processes racing for a store's lock (``StoreLock``)."""
+
+import multiprocessing
+import os
+import platform
+import re
+import signal
+
+import pytest
+
+from pipeline.sweep.config import ConfigError
+from pipeline.sweep.lock import StoreLock, check_unlocked, lock_path
+
+FORK = multiprocessing.get_context("fork")
+
+
+def _hold(store, held, release):
+    with StoreLock(store):
+        held.set()
+        release.wait(30)
+
+
+def _try(store, barrier, results):
+    barrier.wait()
+    try:
+        with StoreLock(store):
+            results.put(("held", os.getpid()))
+            barrier.wait()  # hold until the other has tried
+    except ConfigError as error:
+        results.put(("refused", str(error)))
+        barrier.wait()
+
+
+def test_a_second_writer_is_refused_in_one_line_naming_the_holder(tmp_path):
+    store = tmp_path / "r.zarr"
+    held, release = FORK.Event(), FORK.Event()
+    holder = FORK.Process(target=_hold, args=(store, held, release))
+    holder.start()
+    assert held.wait(30)
+    with pytest.raises(ConfigError) as refused:
+        StoreLock(store).acquire()
+    message = str(refused.value)
+    pattern = (
+        rf"store: {re.escape(str(store))} is locked by a sweep on "
+        rf"{re.escape(platform.node())} \(PID {holder.pid}, since "
+        r"\d{4}-\d\d-\d\dT[0-9:]+\+00:00\); "
+        r"wait for it to finish or stop it, then run the same command again \(reading the store "
+        r"needs no lock\)"
+    )
+    assert re.fullmatch(pattern, message), message
+    with pytest.raises(ConfigError) as checked:  # what a sweep checks before Hydra starts
+        check_unlocked(store)
+    assert str(checked.value) == message
+    release.set()
+    holder.join(30)
+    with StoreLock(store):  # free again once its holder is done
+        assert lock_path(store).is_file()
+    assert not lock_path(store).exists()
+    check_unlocked(store)
+
+
+def test_two_writers_started_together_twenty_times_exactly_one_holds(tmp_path):
+    store = tmp_path / "r.zarr"
+    for _ in range(20):
+        barrier, results = FORK.Barrier(2), FORK.Queue()
+        racers = [FORK.Process(target=_try, args=(store, barrier, results)) for _ in range(2)]
+        for racer in racers:
+            racer.start()
+        outcomes = sorted(results.get(timeout=30)[0] for _ in racers)
+        for racer in racers:
+            racer.join(30)
+        assert outcomes == ["held", "refused"]
+
+
+def test_a_killed_holders_lock_is_taken_over(tmp_path):
+    store = tmp_path / "r.zarr"
+    held, release = FORK.Event(), FORK.Event()
+    holder = FORK.Process(target=_hold, args=(store, held, release))
+    holder.start()
+    assert held.wait(30)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join(30)
+    assert lock_path(store).is_file()  # left behind, naming a dead holder
+    with StoreLock(store):
+        assert str(os.getpid()) in lock_path(store).read_text()

@@ -1,0 +1,23 @@
+"""What a user sees while a sweep runs: rates and ETAs from finished cells only."""
+
+import io
+import re
+import time
+
+from pipeline.sweep.progress import Progress
+
+
+def test_the_eta_waits_for_finished_cells_and_counts_from_them():
+    stream = io.StringIO()
+    progress = Progress(10, already=2, interval=0, stream=stream)
+    time.sleep(1.0)  # the cluster's start: no rate may include it
+    progress.advance(finished=2)
+    assert stream.getvalue().splitlines()[-1] == "4/10 cells, ETA after the first cells"
+    time.sleep(0.1)
+    progress.advance(finished=2)
+    last = stream.getvalue().splitlines()[-1]
+    rate = float(re.fullmatch(r"6/10 cells, ([\d.]+) cells/s, ETA 0:00:0\d", last).group(1))
+    assert 8 < rate <= 20  # 2 cells in 0.1 s (or a little more), not 4 in 1.1 s
+    progress.advance(finished=3, failed=1)
+    progress.close()
+    assert re.fullmatch(r"9/10 cells, 1 failed, \d+ s", stream.getvalue().splitlines()[-1])
