@@ -2,8 +2,6 @@
 outside the blocks) emissions, against every path, every gradient against finite
 differences (with and without state dropout), float32 against float64, and sub-models."""
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -13,6 +11,8 @@ from pipeline.hmmlm.clusters import blocks_of
 from pipeline.hmmlm.parameters import Parameters, gradient, initial, softmax_rows
 from pipeline.hmmlm.parameters import transition_matrix as unblocked_transition
 from pipeline.operators import toarray
+
+from helpers import array_leaves, brute_force_log_evidence, finite_difference_errors
 
 # 7 words in 3 clusters ({0, 3}, {1, 4, 6}, {2, 5}), 2 states each: 6 states.
 CLUSTER = np.array([0, 1, 2, 0, 1, 2, 1])
@@ -79,32 +79,8 @@ def test_the_blocked_evidence_is_the_sum_over_all_paths():
     tokens = TOKENS[:2, :4]
     prior, E = softmax_rows(p.prior), _unblocked(p)[1]
     T = toarray(unblocked_transition(p.transition))
-    expected = 0.0
-    for sequence in tokens:
-        total = 0.0
-        for path in itertools.product(range(6), repeat=len(sequence)):
-            weight = prior[path[0]] * E[path[0], sequence[0]]
-            for t in range(1, len(sequence)):
-                weight *= T[path[t - 1], path[t]] * E[path[t], sequence[t]]
-            total += weight
-        expected += np.log(total)
+    expected = brute_force_log_evidence(prior, T, E, tokens)
     assert bm.log_evidence(p, BLOCKS, tokens) == pytest.approx(expected, rel=1e-12)
-
-
-def _leaves(tree, path=()):
-    if isinstance(tree, tuple):
-        for k, child in enumerate(tree):
-            yield from _leaves(child, (*path, k))
-    else:
-        yield path, tree
-
-
-def _replaced(tree, path, value):
-    if not path:
-        return value
-    children = list(tree)
-    children[path[0]] = _replaced(tree[path[0]], path[1:], value)
-    return type(tree)(*children)
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.5])
@@ -116,21 +92,11 @@ def test_every_blocked_gradient_equals_finite_differences(name, dropout):
     assert r.states.size == (6 if dropout else 12)
     _, grad = bm.batch_gradient(p, blocks, TOKENS, r)
     checked = 0
-    for path, values in _leaves(p):
-        expected = grad
-        for k in path:
-            expected = expected[k]
-        for index in list(np.ndindex(values.shape))[:: max(1, values.size // 9)]:
-            h = 1e-6
-            up, down = values.copy(), values.copy()
-            up[index] += h
-            down[index] -= h
-            numeric = (
-                bm.batch_gradient(_replaced(p, path, up), blocks, TOKENS, r)[0]
-                - bm.batch_gradient(_replaced(p, path, down), blocks, TOKENS, r)[0]
-            ) / (2 * h)
-            assert expected[index] == pytest.approx(numeric, abs=1e-7), (path, index)
-            checked += 1
+    for path, index, expected, numeric in finite_difference_errors(
+        lambda q: bm.batch_gradient(q, blocks, TOKENS, r)[0], p, grad, samples=9
+    ):
+        assert expected == pytest.approx(numeric, abs=1e-7), (path, index)
+        checked += 1
     assert checked >= 30
 
 
@@ -143,7 +109,7 @@ def test_float32_parameters_give_the_float64_gradient_to_float32_precision(name)
         for dtype in (np.float64, np.float32)
     )
     assert single[0] == pytest.approx(exact[0], rel=1e-5)
-    for (_, mine), (_, theirs) in zip(_leaves(single[1]), _leaves(exact[1]), strict=True):
+    for (_, mine), (_, theirs) in zip(array_leaves(single[1]), array_leaves(exact[1]), strict=True):
         assert mine.dtype == np.float32
         np.testing.assert_allclose(
             mine, theirs, atol=2e-5 * max(1.0, np.abs(theirs).max(initial=0))

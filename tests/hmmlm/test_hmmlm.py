@@ -14,6 +14,8 @@ from pipeline.hmmlm.parameters import gradient, initial, softmax_rows, transitio
 from pipeline.hmmlm.train import Schedule, perplexity, train
 from pipeline.operators import LowRank, toarray
 
+from helpers import brute_force_log_evidence, finite_difference_errors
+
 KINDS = {
     "softmax": ("softmax", {}),
     "kernel": ("kernel", {"n_features": 3, "dim": 2}),
@@ -41,32 +43,8 @@ def test_log_evidence_equals_the_sum_over_all_paths(name):
     tokens = np.random.default_rng(1).integers(0, 4, (2, 5))
     prior, emission = softmax_rows(p.prior), softmax_rows(p.emission)
     T = toarray(transition_matrix(p.transition))
-    expected = 0.0
-    for sequence in tokens:
-        total = 0.0
-        for path in itertools.product(range(5), repeat=len(sequence)):
-            probability = prior[path[0]] * emission[path[0], sequence[0]]
-            for t in range(1, len(sequence)):
-                probability *= T[path[t - 1], path[t]] * emission[path[t], sequence[t]]
-            total += probability
-        expected += np.log(total)
+    expected = brute_force_log_evidence(prior, T, emission, tokens)
     assert _log_evidence(p, tokens) == pytest.approx(expected, rel=1e-12)
-
-
-def _arrays(tree, path=()):
-    if isinstance(tree, tuple):
-        for k, child in enumerate(tree):
-            yield from _arrays(child, (*path, k))
-    else:
-        yield path, tree
-
-
-def _replaced(tree, path, value):
-    if not path:
-        return value
-    children = list(tree)
-    children[path[0]] = _replaced(tree[path[0]], path[1:], value)
-    return type(tree)(*children)
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
@@ -77,21 +55,11 @@ def test_every_gradient_equals_finite_differences(name):
     s = statistics(softmax_rows(p.prior), T, softmax_rows(p.emission), tokens)
     analytic = gradient(p, s, len(tokens))
     checked = 0
-    for path, values in _arrays(p):
-        expected = analytic
-        for k in path:
-            expected = expected[k]
-        for index in list(np.ndindex(values.shape))[:: max(1, values.size // 7)]:
-            h = 1e-6
-            up, down = values.copy(), values.copy()
-            up[index] += h
-            down[index] -= h
-            numeric = (
-                _log_evidence(_replaced(p, path, up), tokens)
-                - _log_evidence(_replaced(p, path, down), tokens)
-            ) / (2 * h)
-            assert expected[index] == pytest.approx(numeric, abs=1e-7), (path, index)
-            checked += 1
+    for path, index, expected, numeric in finite_difference_errors(
+        lambda q: _log_evidence(q, tokens), p, analytic, samples=7
+    ):
+        assert expected == pytest.approx(numeric, abs=1e-7), (path, index)
+        checked += 1
     assert checked >= 20
 
 
