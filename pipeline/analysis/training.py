@@ -224,8 +224,8 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
             "max epochs (the best epoch came earlier), still improving (the last epoch was the "
             "best: not converged). Seconds per epoch are the gradient steps only, one BLAS "
             "thread per worker; 'softmax / it' is how many times faster than the softmax of the "
-            "same size an epoch runs; training GiB counts the parameters, their two Adam moments "
-            "and the per-batch buffers.",
+            "same size an epoch runs; training GiB counts the parameters, their two Adam moments, "
+            "the best epoch's copy and the per-batch buffers.",
             "",
             table(ds, settings.get("max_epochs", ds.sizes["epoch"] - 1)),
             "",

@@ -20,7 +20,7 @@ transition ``t - 1 -> t`` the belief ``alpha_{t-1}`` and ``g_t = e_t * beta_t / 
 that ``d log P / d T[i, j] = sum_t alpha_{t-1}[i] g_t[j]`` within the blocks. For a dense
 model they are summed into ``G`` (n, n) on the spot; for a low-rank one they are kept with
 ``y_t = alpha_{t-1} L_a`` and ``q_t = g_t R_b`` (F each) for the parameterisation to
-contract by cluster (``pipeline.hmmlm.blocked_gradient``).
+contract by cluster (``pipeline.hmmlm.blocks``).
 """
 
 from __future__ import annotations

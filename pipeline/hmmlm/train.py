@@ -44,7 +44,8 @@ class Trained(NamedTuple):
     perplexity : (epochs run + 1,) validation perplexity before training and after each epoch.
     epoch_seconds : (epochs run,) wall-clock seconds of each epoch's updates.
     best_epoch : the epoch of the lowest validation perplexity (0: none improved on the start).
-    training_bytes : bytes of the parameters, their Adam moments and the per-batch buffers.
+    training_bytes : bytes of the parameters, their two Adam moments, the best epoch's copy
+        and the per-batch buffers.
     """
 
     parameters: Parameters
@@ -155,5 +156,5 @@ def train(
             stale += 1
             if schedule.patience is not None and stale >= schedule.patience:
                 break
-    held = 3 * sum(x.nbytes for x in leaves) + work.nbytes
+    held = 4 * sum(x.nbytes for x in leaves) + work.nbytes  # x, m, v and the best copy
     return Trained(_rebuild(p, best), np.array(curve), np.array(seconds), best_epoch, held)

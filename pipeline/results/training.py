@@ -52,7 +52,8 @@ VARIABLES: dict[str, Variable] = {
     "training_bytes": Variable(
         DIMS,
         "B",
-        "bytes of the parameters, their two Adam moments and the per-batch buffers",
+        "bytes of the parameters, their two Adam moments, the best epoch's copy and the "
+        "per-batch buffers",
     ),
     "transition_rank": Variable(
         DIMS,

@@ -103,8 +103,8 @@ class TrainingConfig:
     max_epochs: Optional[int] = None  # noqa: UP045
     """Train at most this many epochs (default ``epochs``, else 20)."""
     patience: Optional[int] = None  # noqa: UP045
-    """Stop after this many epochs in a row without a lower validation perplexity (each
-    also halves the learning rate); null: train ``max_epochs`` epochs."""
+    """Stop after this many epochs in a row without a lower validation perplexity (the
+    learning rate stays constant); null: train ``max_epochs`` epochs."""
     epochs: Optional[int] = None  # noqa: UP045
     """The former name of ``max_epochs``, still read (set one of the two)."""
     clusters: int = 0

@@ -24,7 +24,8 @@ KINDS: dict[str, SweepKind] = {
 
 
 def for_config(cfg) -> SweepKind:
-    """The kind whose section ``cfg`` sets (``training``, ``coupled``), else the default."""
+    """The kind whose section ``cfg`` sets (``training``, ``coupled``, ``kernel_features``),
+    else the default."""
     chosen = [kind for kind in KINDS.values() if kind.SECTION and cfg.get(kind.SECTION)]
     if len(chosen) > 1:
         sections = " and ".join(kind.SECTION for kind in chosen)
