@@ -30,21 +30,23 @@ def _log2_axis(axis, values, label: str) -> None:
 
 def needed_figure(ds: xr.Dataset) -> Figure:
     """F for a median row TV <= threshold against n, per temperature and feature map; a
-    hollow marker above the largest F where no F reaches it."""
+    hollow marker above the largest F where no F reaches it (one height per temperature
+    and map, so none hides another)."""
     threshold = threshold_of(ds)
     needed = features_needed(ds, threshold)
     top = float(ds["n_features"].max())
     figure = Figure(figsize=(7, 4.6), layout="constrained")
     axis = figure.subplots()
     for k, temperature in enumerate(ds["temperature"].values):
-        for name in ds["feature_map"].values:
+        for m, name in enumerate(ds["feature_map"].values):
             line = needed.sel(temperature=temperature, feature_map=name)
             done = ds["done"].sel(temperature=temperature, feature_map=name)
             axis.plot(ds["n_states"], line, LINES.get(str(name), ":"), marker="o", color=f"C{k}",
                       label=f"{name}, temperature {temperature:g}")  # fmt: skip
             missing = done & line.isnull()
-            axis.plot(ds["n_states"][missing], np.full(int(missing.sum()), 2 * top), "o",
-                      mfc="none", color=f"C{k}")  # fmt: skip
+            above = 2 * top * 2 ** (k / 3 + m / 6)
+            axis.plot(ds["n_states"][missing], np.full(int(missing.sum()), above),
+                      "os"[m % 2], mfc="none", color=f"C{k}")  # fmt: skip
     _log2_axis(axis, ds["n_states"].values, "states n")
     axis.set_yscale("log", base=2)
     axis.axhline(top, color="0.6", lw=0.8)
