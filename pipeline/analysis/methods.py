@@ -25,6 +25,7 @@ from pipeline.analysis.readings import EXACT_TRANSITIONS, run_lines
 from pipeline.analysis.tables import (
     filtering_table,
     front_table,
+    memory_table,
     mixing_table,
     paper_table,
     payoff_table,
@@ -186,6 +187,26 @@ def _payoff_lines(ds: xr.Dataset) -> list[str]:
     ]
 
 
+def _memory_lines(ds: xr.Dataset) -> list[str]:
+    table = memory_table(ds)
+    if not table:
+        return []
+    return [
+        "## Memory",
+        "",
+        "Before submitting anything the sweep estimates each cell's peak memory (model and "
+        "approximation measured at 1024 and 2048 states and extrapolated, the beliefs a run "
+        "keeps and a worker's own 0.4 GiB) and refuses a grid whose largest cell cannot fit "
+        "a worker. Beside it, the "
+        "largest peak resident memory a worker process measured while running the cell "
+        "(Linux's VmHWM, reset as the cell starts; it includes whatever ran beside the cell "
+        "on the same worker).",
+        "",
+        table,
+        "",
+    ]
+
+
 def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
     """The Markdown report of a run: machine, paper comparison, methods, gamma, summary, figures."""
     attrs = ds.attrs
@@ -227,6 +248,7 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
         "",
         mixing_table(ds),
         "",
+        *_memory_lines(ds),
         "## Every model, method and setting",
         "",
         "```text",

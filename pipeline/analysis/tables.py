@@ -60,6 +60,29 @@ def mixing_table(ds: xr.Dataset) -> str:
     return _markdown(header, rows)
 
 
+def memory_table(ds: xr.Dataset) -> str:
+    """Per estimated model, method and setting: the sweep's estimate of a cell's peak memory
+    beside the largest peak a worker measured running one (over seeds and modes); empty
+    for a store without estimates (every model of at most 4096 states, or older stores)."""
+    if "memory_estimate" not in ds or not np.isfinite(ds["memory_estimate"].values).any():
+        return ""
+    header = ["model", "method", "estimate (GiB)", "measured peak (GiB)", "measured / estimate"]
+    rows = []
+    for cell in cells(ds):
+        point = ds.sel(cell)
+        done = point["done"].values
+        estimate = np.nanmax(np.where(done, point["memory_estimate"].values, np.nan), initial=-1)
+        peak = np.nanmax(np.where(done, point["memory_peak"].values, np.nan), initial=-1)
+        if estimate < 0:
+            continue
+        measured = f"{peak / 2**30:.2f}" if peak >= 0 else "-"
+        ratio = f"{peak / estimate:.2f}" if peak >= 0 else "-"
+        model = f"{cell['family']}, n={cell['n_states']}"
+        method = label(cell["method"], cell["setting"])
+        rows.append([model, method, f"{estimate / 2**30:.2f}", measured, ratio])
+    return _markdown(header, rows) if rows else ""
+
+
 def payoff_table(ds: xr.Dataset) -> str:
     """Per mode: how many done top-p cells speed up, the fit of speedup on kept fraction."""
     header = ["mode", "cells", "top-p faster", "fit: speedup =", "break-even kept", "kept"]

@@ -137,9 +137,34 @@ VARIABLES: dict[str, Variable] = {
     "build_time_model": Variable(MODEL, "s", "time to build the exact model"),
     "build_time_approx": Variable(APPROX, "s", "time to build the approximation"),
     "gamma_time": Variable(MODEL, "s", "time to compute gamma (or its Doeblin bound)"),
+    "memory_peak": Variable(
+        CELL,
+        "B",
+        "peak resident memory of the worker process while the cell ran (its inputs, the "
+        "model and approximation, included; the whole process's: another task running beside "
+        "it on the same worker counts too)",
+        missing="NaN where the operating system does not report it (Linux does)",
+    ),
+    "memory_estimate": Variable(
+        CELL,
+        "B",
+        "the cell's peak memory as the sweep estimated it before running anything (model and "
+        "approximation measured at 1024 and 2048 states and extrapolated, beliefs and the worker "
+        "process's own 0.4 GiB)",
+        missing="NaN for cells of at most 4096 states and models read from a file",
+    ),
     **status_variables(CELL),
 }
 """Every variable updated cell by cell; ``done`` is written last."""
+
+MEASURED = frozenset(
+    name
+    for name in VARIABLES
+    if name.startswith(("runtime_", "build_time_", "memory_peak"))
+    or name in ("speedup", "repeats", "gamma_time")
+)
+"""The variables that measure a run (clocks, memory) rather than compute a result: they
+differ from run to run; every other variable is the same wherever and however it runs."""
 
 
 SCHEMA = Schema(

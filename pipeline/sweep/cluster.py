@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import os
 import shutil
 import tempfile
 import threading
@@ -22,13 +23,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import dask
+from dask.utils import parse_bytes
 from distributed import Client, LocalCluster, Security, WorkerPlugin
 from distributed.utils import format_dashboard_link
+from distributed.worker_memory import parse_memory_limit
 from omegaconf import OmegaConf
 from tornado.ioloop import PeriodicCallback
 
 from pipeline.sweep.config import ConfigError
 
+log = logging.getLogger("pipeline.sweep")
+
+MEMORY = "MEMORY"
+"""The worker resource a started cluster declares, its memory limit in bytes: a large cell's
+tasks reserve their estimate of it, so two that would not fit side by side never share a
+worker."""
 KEEP_SECONDS = 2.0
 """How often a started cluster is scaled back to its size (replacing lost workers)."""
 LOST_WORKER_TIMEOUT = "3s"
@@ -128,6 +137,8 @@ def jobqueue_options(cfg) -> dict:
     if cfg.host:
         scheduler["host"] = cfg.host
         options["worker_extra_args"] += ["--host", cfg.host]
+    for name, size in (_memory_resource(cfg) or {}).items():
+        options["worker_extra_args"] += ["--resources", f"{name}={size}"]
     return {**options, "scheduler_options": scheduler}
 
 
@@ -159,6 +170,7 @@ def _start(cfg, security: Security | None):
             dashboard_address=_dashboard(cfg),
             protocol="tls://" if security else None,
             security=security,
+            resources=_memory_resource(cfg),
         )
         size = len(cluster.worker_spec)
         return cluster, lambda: cluster.scale(size)
@@ -303,6 +315,39 @@ def connect(cfg, *, allowed_failures: int = 3) -> Iterator[Client]:
             if cfg.kind == "local":
                 client.register_plugin(QuietWorkers())
             yield client
+
+
+def worker_memory(cfg) -> int | None:
+    """The memory limit of each worker the cluster ``cfg`` will start, in bytes, as
+    distributed sets it; None where only the running cluster can tell (``address``, ``ssh``)."""
+    if cfg.kind == "local":
+        cores = os.cpu_count() or 1
+        return parse_memory_limit(cfg.memory_limit, cfg.threads_per_worker, cores, logger=log)
+    if cfg.kind in ("slurm", "pbs"):
+        return int(parse_bytes(cfg.memory) / cfg.processes)
+    return None
+
+
+def _memory_resource(cfg) -> dict[str, int] | None:
+    """The ``MEMORY`` resource the workers of ``cfg`` declare (None: no memory limit)."""
+    limit = worker_memory(cfg)
+    return {MEMORY: limit} if limit else None
+
+
+def memory_resource(client: Client) -> int | None:
+    """The smallest ``MEMORY`` resource of the client's workers; None unless every worker
+    declares it (a cluster this sweep did not start need not)."""
+    found = [
+        w.get("resources", {}).get(MEMORY) for w in client.scheduler_info()["workers"].values()
+    ]
+    return min(found) if found and all(found) else None
+
+
+def running_worker_memory(client: Client) -> int | None:
+    """The smallest memory limit of the client's workers (None: none is limited)."""
+    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+    limits = [limit for limit in limits if limit]
+    return min(limits) if limits else None
 
 
 def dashboard_link(client: Client, cfg) -> str:

@@ -20,7 +20,13 @@ from distributed import Client, KilledWorker, as_completed, performance_report
 
 from pipeline.results import open_results
 from pipeline.sweep import kinds
-from pipeline.sweep.cluster import WorkerWatch, connect, dashboard_link
+from pipeline.sweep.cluster import (
+    WorkerWatch,
+    connect,
+    dashboard_link,
+    running_worker_memory,
+    worker_memory,
+)
 from pipeline.sweep.config import check_writable, compose
 from pipeline.sweep.kinds.base import Grid, SweepKind
 from pipeline.sweep.kinds.methods.tasks import blas_threads
@@ -126,15 +132,26 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Non
         progress.close()
 
 
-def prepare(cfg, store: Path) -> tuple[SweepKind, Grid]:
-    """The kind and grid of a composed config whose store can be written; ``ConfigError``
-    (one line) for a bad value or a store path it cannot use. Reads, never writes."""
+def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, Grid]:
+    """The kind and grid of a composed config whose store can be written and whose cells fit
+    the workers of the cluster it starts (``own_cluster``); ``ConfigError`` (one line) for a
+    bad value, a store path it cannot use or a cell too large. Reads, never writes."""
     kind = kinds.validate(cfg)
     grid = kind.grid(cfg)
     check_writable(store)
     check_unlocked(store)
     ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)
+    if own_cluster:
+        _check_memory(kind, cfg, grid, worker_memory(cfg.cluster))
     return kind, grid
+
+
+def _check_memory(kind: SweepKind, cfg, grid: Grid, limit: int | None) -> None:
+    """A kind that estimates its cells' memory (``check_memory``, optional) refuses a grid
+    with a cell that cannot fit a worker's ``limit`` (None: not known yet)."""
+    check = getattr(kind, "check_memory", None)
+    if check is not None and limit:
+        check(cfg, grid, limit)
 
 
 @contextlib.contextmanager
@@ -159,7 +176,7 @@ def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
     client is used as it is and left open. Raises ``ConfigError`` for a bad config or a
     store that cannot be used (another sweep holds its lock), before any cluster starts."""
     store = Path(store)
-    kind, grid = prepare(cfg, store)
+    kind, grid = prepare(cfg, store, own_cluster=client is None)
     with StoreLock(store), _distributed_to_the_log():
         return _locked(cfg, store, kind, grid, client)
 
@@ -167,12 +184,15 @@ def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
 def _locked(cfg, store: Path, kind: SweepKind, grid: Grid, client: Client | None) -> Outcome:
     """``sweep`` with the store's lock held."""
     ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)  # as it is now
+    known = client is None and worker_memory(cfg.cluster) is not None
     started = (
         connect(cfg.cluster, allowed_failures=cfg.retries)
         if client is None
         else contextlib.nullcontext(client)
     )
     with started as client:
+        if not known:  # the workers' memory was not known before they ran
+            _check_memory(kind, cfg, grid, running_worker_memory(client))
         log.info("Dask scheduler: %s", client.scheduler.address)
         log.info("Dask dashboard: %s", dashboard_link(client, cfg.cluster))
         attrs = {"config": public_config(cfg), "start_time": now(), **provenance()}

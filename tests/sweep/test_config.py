@@ -82,6 +82,11 @@ BAD = {
         "model.lm.corpus: corpus '/no/such/corpus.txt' does not exist",
     ),
     "repeats_0": (["timing.repeats=0"], "timing.repeats: 0 is not allowed"),
+    "cell_too_large": (
+        ["grid.families=[dirichlet]", "grid.n_states=[200000]", "grid.methods={topp:[0.9]}"],
+        "grid.n_states: the cell family=dirichlet, n_states=200000, method=topp, setting=0.9 "
+        "needs about 1,157 GiB (model 893,",
+    ),
     "exact_max_1": (["exact_max_states=1"], "exact_max_states: 1 is not allowed"),
     "workers_0": (["cluster.n_workers=0"], "cluster.n_workers: 0 is not allowed"),
     "weather_size": (

@@ -13,6 +13,7 @@ from pipeline.methods.topk import topk_hmm
 from pipeline.methods.topp import topp_hmm
 from pipeline.metrics import minimal_mixing_rate, sparsity, total_variation
 from pipeline.models import build_model
+from pipeline.results.methods import MEASURED
 from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.methods.tasks import observations
@@ -142,8 +143,7 @@ def test_fine_grained_graph_equals_fused_tasks(smoke, tmp_path):
     result = sweep(*TINY, "fuse_states=0", "store=fine.zarr", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     fused, fine = xr.open_zarr(smoke[0]).load(), xr.open_zarr(tmp_path / "fine.zarr").load()
-    timing = {n for n in fused.data_vars if n.startswith(("runtime_", "build_time", "gamma_time"))}
-    for name in sorted(set(fused.data_vars) - timing - {"speedup", "repeats"}):
+    for name in sorted(set(fused.data_vars) - MEASURED):
         np.testing.assert_array_equal(fine[name].values, fused[name].values, err_msg=name)
 
 
@@ -197,8 +197,7 @@ def test_run_from_python_with_a_given_client_equals_the_command_line(smoke, tmp_
     cli = xr.open_zarr(smoke[0]).load()
     ds = ds.load()
     assert ds.attrs["grid"] == cli.attrs["grid"] and ds.attrs["workers"] == 1
-    timing = ("runtime_", "build_time", "gamma_time", "speedup", "repeats")
-    values = [name for name in cli.data_vars if not name.startswith(timing)]
+    values = [name for name in cli.data_vars if name not in MEASURED]
     assert len(values) > 20
     for name in values:  # values, dims, coordinates and every attribute
         xr.testing.assert_identical(ds[name], cli[name])
@@ -236,8 +235,7 @@ def test_an_accuracy_only_sweep_stores_the_same_errors_and_no_runtimes(smoke, tm
     assert result.returncode == 0, result.stderr
     timed, untimed = xr.open_zarr(smoke[0]).load(), xr.open_zarr(tmp_path / "accuracy.zarr")
     untimed = untimed.load()
-    timing = ("runtime_", "speedup", "repeats", "build_time", "gamma_time")
-    for name in [n for n in timed.data_vars if not n.startswith(timing)]:
+    for name in [n for n in timed.data_vars if n not in MEASURED]:
         np.testing.assert_array_equal(untimed[name].values, timed[name].values, err_msg=name)
     done = untimed.done
     for name in [n for n in untimed.data_vars if n.startswith(("runtime_", "speedup"))]:

@@ -9,18 +9,22 @@ the workers run.
 
 from __future__ import annotations
 
+import math
 import typing
 from pathlib import Path
 
+import numpy as np
 from distributed import Client, Future
+from distributed.worker_memory import parse_memory_limit
 from omegaconf import OmegaConf
 
 from pipeline.methods import METHODS, PluginError
 from pipeline.models import FAMILIES, ParameterError, check_model
 from pipeline.results import methods as results
+from pipeline.sweep.cluster import MEMORY, memory_resource
 from pipeline.sweep.config import ConfigError, check_list
 from pipeline.sweep.config.schema import MODES
-from pipeline.sweep.kinds.methods import plan, tasks
+from pipeline.sweep.kinds.methods import memory, plan, tasks
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid, family_sizes, grid_methods
 
 SCHEMA = results.SCHEMA
@@ -105,6 +109,42 @@ def validate(cfg) -> None:
         )
 
 
+def check_memory(cfg, grid: MethodsGrid, limit: int) -> None:
+    """Raise ``ConfigError`` naming the largest cell whose estimated memory
+    (``memory.estimate``) passes ``limit``, a worker's, and what to do."""
+    variants = [(m, s) for m in grid.methods for s in grid.settings[m]]
+    worst = None
+    for family in grid.families:
+        for n in grid.sizes[family]:
+            for method, setting in variants:
+                found = memory.estimate(
+                    family, n, grid.params[family], method, setting, grid.horizon + 1
+                )
+                if found and (worst is None or found.total > worst[0].total):
+                    worst = (found, family, n, method, setting)
+    if worst is None or worst[0].total <= limit:
+        return
+    found, family, n, method, setting = worst
+    machine = parse_memory_limit("auto", 1, 1, logger=None) / 2**30
+    raise ConfigError(
+        "grid.n_states",
+        f"the cell family={family}, n_states={n}, method={method}, setting={setting:g} needs "
+        f"about {_gib(found.total)} GiB (model {_gib(found.model)}, approximation "
+        f"{_gib(found.approximation)}, beliefs {_gib(found.beliefs)}, the worker itself "
+        f"{_gib(memory.WORKER_BYTES)}), more than a "
+        f"worker's {limit / 2**30:.2f} GiB; allowed: cells that fit a worker: give one worker "
+        f"the machine's {machine:.0f} GiB (cluster.n_workers=1 cluster.memory_limit="
+        f"{math.floor(machine)}GiB), use a cluster entry with more memory per worker, or fewer "
+        "states",
+    )
+
+
+def _gib(size: float) -> str:
+    """``size`` bytes in GiB, as a person reads them: 0.4, 12.3, 1,157."""
+    gib = size / 2**30
+    return f"{gib:,.0f}" if gib >= 100 else f"{gib:.1f}"
+
+
 def plan_settings(grid: MethodsGrid, cfg) -> plan.Settings:
     """What every model's plan shares, from the grid and the config."""
     timing = cfg.timing
@@ -127,7 +167,17 @@ def submit(
     client: Client, grid: MethodsGrid, cells: list[Cell], *, cfg, store: Path
 ) -> dict[Future, list[Cell]]:
     """Every model's plan (``plan.submit``): a future's result is one cell's, or a fused
-    model's list of them."""
+    model's list of them. Where the workers declare their memory (``cluster.MEMORY``: the
+    clusters the sweep starts), each task of a model holds the estimate of its largest cell,
+    so two cells that would not fit side by side never run on one worker."""
+    budget = memory_resource(client)
+
+    def reserve(spec, model_cells: list[Cell]) -> dict | None:
+        steps = grid.horizon + 1
+        found = [memory.total(spec, cell, steps) for cell in model_cells]
+        largest = max((size for size in found if np.isfinite(size)), default=0)
+        return {MEMORY: min(int(largest), budget)} if budget and largest else None
+
     return plan.submit(
         client,
         grid,
@@ -135,4 +185,5 @@ def submit(
         settings=plan_settings(grid, cfg),
         retries=cfg.retries,
         fuse_states=cfg.fuse_states,
+        reserve=reserve,
     )

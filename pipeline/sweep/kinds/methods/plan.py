@@ -21,6 +21,7 @@ there.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import dask
@@ -30,7 +31,7 @@ from dask.delayed import Delayed
 from distributed import Client, Future
 
 from pipeline.models import gamma_exact_max_states, seeded
-from pipeline.sweep.kinds.methods import tasks
+from pipeline.sweep.kinds.methods import memory, tasks
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 
 
@@ -102,6 +103,7 @@ def model_plan(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> 
             mixed,
             mode=cell.mode,
             timing=settings.timing,
+            estimate=memory.total(spec, cell, settings.horizon + 1),
             dask_key_name=key("cell", *cell),
         )
         for cell in cells
@@ -135,6 +137,7 @@ def submit(
     settings: Settings,
     retries: int,
     fuse_states: int,
+    reserve: Callable[[tasks.ModelSpec, list[Cell]], dict | None] = lambda spec, cells: None,
 ) -> dict[Future, list[Cell]]:
     """Submit everything ``cells`` need; return each future with the cells it computes.
 
@@ -142,6 +145,8 @@ def submit(
     cell, in order) for a fused model. Only these futures are returned: shared
     intermediate results are released as soon as the cells that need them
     finish. Models are submitted one after the other, so earlier ones finish first.
+    ``reserve(spec, cells)`` gives the worker resources each of a model's tasks holds while
+    it runs (None: nothing reserved).
     """
     settings = replace(settings, token=tokenize(grid.fingerprint(), settings)[:10])
     futures: dict[Future, list[Cell]] = {}
@@ -159,6 +164,11 @@ def submit(
             futures[future] = model_cells
             continue
         plan = model_plan(spec, model_cells, settings)
-        computed = client.compute(list(plan.values()), retries=retries, optimize_graph=False)
+        computed = client.compute(
+            list(plan.values()),
+            retries=retries,
+            optimize_graph=False,
+            resources=reserve(spec, model_cells),
+        )
         futures.update({future: [cell] for future, cell in zip(computed, plan, strict=True)})
     return futures

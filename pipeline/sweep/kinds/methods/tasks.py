@@ -223,6 +223,8 @@ SCALARS = (
     "gamma_time",
     "doeblin",
     "gamma_exact",
+    "memory_peak",
+    "memory_estimate",
 )
 """The single numbers of a cell, in the order of ``CellResult.scalars``."""
 
@@ -371,6 +373,25 @@ def _impossible(hmm: HMM, exact: Reference) -> float:
     return float(np.mean(kept == 0))
 
 
+def _reset_resident_peak() -> bool:
+    """Reset this process's peak resident memory (Linux: ``VmHWM``); whether it could."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def _resident_peak() -> float:
+    """This process's peak resident memory in bytes since the last reset (NaN: unknown)."""
+    with contextlib.suppress(OSError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) * 1024
+    return np.nan
+
+
 def run_cell(
     model: Model,
     built: Built,
@@ -379,6 +400,7 @@ def run_cell(
     *,
     mode: str,
     timing: Timing,
+    estimate: float = np.nan,
 ) -> CellResult:
     """Time exact and approximate inference side by side; measure the error and the cost.
 
@@ -389,8 +411,10 @@ def run_cell(
     and evidence error are NaN: the certificate is then the measure of the
     error. Bounds are for prediction; the certificate is NaN when filtering. The
     accuracy pass runs exact and approximate inference in lockstep, chunk by chunk
-    (``_accuracy``), the timing pass each side alone (``_timed_runs``).
+    (``_accuracy``), the timing pass each side alone (``_timed_runs``). The worker's peak
+    resident memory while the cell runs is stored beside its ``estimate`` (bytes, NaN: none).
     """
+    measured = _reset_resident_peak()
     approximation = built.approximation
     accuracy = _accuracy(model, approximation, exact, timing)
     exact_runs, approx_runs = _timed_runs(model, approximation, exact, timing)
@@ -433,5 +457,7 @@ def run_cell(
         mixed.seconds,
         mixed.doeblin,
         float(mixed.exact),
+        _resident_peak() if measured else np.nan,
+        estimate,
     ]
     return CellResult(np.array(series), np.array(scalars, dtype=np.float64))

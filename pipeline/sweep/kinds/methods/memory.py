@@ -1,0 +1,102 @@
+"""How much memory a cell of the methods sweep needs, known before anything runs.
+
+A cell runs in a worker process of its own size (``WORKER_BYTES``) and holds its exact
+model and the approximation (each with the layout the compiled recursion reads), a run's
+beliefs (at most ``tasks.HISTORY_BYTES`` of them, for the exact and the approximate side)
+and the observations' likelihoods. Model and approximation are measured at two small sizes
+(``SMALL``) and extrapolated by the power law through them (``n`` for peaks on a
+background, ``n^2`` for dense rows): any family and method, plug-ins included, without a
+formula of their own. Sizes up to ``ESTIMATED_FROM`` are not estimated: their cells are too
+small to matter.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from pipeline.methods import approximate
+from pipeline.models import build_model, check_model
+from pipeline.operators import stored_entries
+from pipeline.sweep.kinds.methods.tasks import HISTORY_BYTES, history_steps
+
+SMALL = (1024, 2048)
+"""The sizes a family and method are measured at."""
+ESTIMATED_FROM = 4096
+"""Cells with more states than this are estimated."""
+WORKER_BYTES = 400 * 2**20
+"""A worker process's own resident memory before it holds a model: Python, NumPy, SciPy,
+Dask and numba's compiled recursions (0.39 GiB measured running a 5000-state cell)."""
+ENTRY_BYTES = {np.ndarray: 8}
+"""Bytes a stored value takes, by format: 8 dense; 16 otherwise (a value and its index, with
+what the compiled layout keeps beside them)."""
+
+
+def matrix_bytes(T) -> int:
+    """The bytes ``T`` and the layout the recursion reads take (an estimate for sparse
+    formats: 16 bytes a stored value)."""
+    return stored_entries(T) * ENTRY_BYTES.get(type(T), 16)
+
+
+def _model_bytes(hmm) -> int:
+    return matrix_bytes(hmm.transition) * 2 + matrix_bytes(hmm.emission) + hmm.prior.nbytes
+
+
+class Estimate(NamedTuple):
+    """A cell's estimated peak memory and its parts, in bytes (``total`` adds the worker's
+    own ``WORKER_BYTES``)."""
+
+    total: int
+    model: int
+    approximation: int
+    beliefs: int
+
+
+@functools.cache
+def _measured(family: str, params: str, method: str, setting: float) -> tuple[tuple, tuple]:
+    """(model bytes, approximation bytes) at each size of ``SMALL``."""
+    models, approximations = [], []
+    for n in SMALL:
+        hmm = build_model(family, n, **json.loads(params))
+        models.append(_model_bytes(hmm))
+        approximations.append(_model_bytes(approximate(hmm, method, setting).hmm))
+    return tuple(models), tuple(approximations)
+
+
+def _extrapolate(sizes: tuple, measured: tuple, n: int) -> float:
+    """The power law through two measurements, at ``n`` (exponent kept within [1, 2])."""
+    if measured[0] <= 0 or measured[1] <= 0:
+        return float(max(measured))
+    exponent = math.log(measured[1] / measured[0]) / math.log(sizes[1] / sizes[0])
+    return measured[1] * (n / sizes[1]) ** min(2.0, max(1.0, exponent))
+
+
+def estimate(
+    family: str, n_states: int, params: dict, method: str, setting: float, steps: int
+) -> Estimate | None:
+    """A cell's peak memory, or None where it is too small to estimate or its family cannot
+    be built at the measured sizes (a model read from a file)."""
+    if n_states <= ESTIMATED_FROM:
+        return None
+    try:
+        for n in SMALL:
+            check_model(family, n, **params)
+    except ValueError:
+        return None
+    models, approximations = _measured(family, json.dumps(params, sort_keys=True), method, setting)
+    model = _extrapolate(SMALL, models, n_states)
+    approximation = _extrapolate(SMALL, approximations, n_states)
+    history = history_steps(steps, n_states) * 8 * n_states
+    beliefs = 3 * min(history, HISTORY_BYTES) + 8 * n_states * min(steps, 32)  # + likelihoods
+    total = WORKER_BYTES + model + approximation + beliefs
+    return Estimate(int(total), int(model), int(approximation), beliefs)
+
+
+def total(spec, cell, steps: int) -> float:
+    """The estimated peak memory of ``cell`` of the model ``spec`` in bytes (NaN: none)."""
+    found = estimate(spec.family, spec.n_states, spec.params, cell.method, cell.setting, steps)
+    return float(found.total) if found else np.nan
