@@ -176,6 +176,25 @@ def _posterior(alpha_t, beta, emission, starts, k, c, position, counts, visits, 
 
 
 @numba.njit(**JIT)
+def _step_back(alpha_t, beta, scale_t, emission, starts, k, c, position, counts, visits, t,
+               last, e, g):  # fmt: skip
+    """At step t > 0 of the backward pass: add ``P(S_t | x)`` to the counts (``_posterior``)
+    and set ``g = e_t * beta_t / c_t`` (k,) over the states of the token's cluster ``c``."""
+    _posterior(alpha_t, beta, emission, starts, k, c, position, counts, visits, t, last)
+    _emission(emission, starts, k, c, position, e)
+    for j in range(k):
+        g[j] = e[j] * beta[j] / scale_t
+
+
+@numba.njit(**JIT)
+def _finish(alpha_0, beta, emission, starts, k, c, position, counts, visits, first, last):
+    """Step 0 of the backward pass: ``P(S_0 | x)`` into the counts and into ``first``."""
+    _posterior(alpha_0, beta, emission, starts, k, c, position, counts, visits, 0, last)
+    for i in range(k):
+        first[c * k + i] += alpha_0[i] * beta[i]
+
+
+@numba.njit(**JIT)
 def _dense_statistics(prior, emission, starts, k, T, cluster, position, G, counts, visits, first):
     """The whole recursion of a batch under a dense T; returns the log evidence."""
     B, steps = cluster.shape
@@ -189,11 +208,8 @@ def _dense_statistics(prior, emission, starts, k, T, cluster, position, G, count
         beta[:] = 1.0
         for t in range(steps - 1, 0, -1):
             a, c = cluster[b, t - 1] * k, cluster[b, t] * k
-            _posterior(alpha[t], beta, emission, starts, k, cluster[b, t], position[b, t],
-                       counts, visits, t, steps - 1)  # fmt: skip
-            _emission(emission, starts, k, cluster[b, t], position[b, t], e)
-            for j in range(k):
-                g[j] = e[j] * beta[j] / scale[t]
+            _step_back(alpha[t], beta, scale[t], emission, starts, k, cluster[b, t],
+                       position[b, t], counts, visits, t, steps - 1, e, g)  # fmt: skip
             for i in range(k):
                 weight, acc = alpha[t - 1, i], 0.0
                 for j in range(k):
@@ -201,11 +217,8 @@ def _dense_statistics(prior, emission, starts, k, T, cluster, position, G, count
                     G[a + i, c + j] += weight * g[j]
                 previous[i] = acc
             beta[:] = previous
-        c0 = cluster[b, 0]
-        _posterior(alpha[0], beta, emission, starts, k, c0, position[b, 0], counts, visits, 0,
-                   steps - 1)  # fmt: skip
-        for i in range(k):
-            first[c0 * k + i] += alpha[0, i] * beta[i]
+        _finish(alpha[0], beta, emission, starts, k, cluster[b, 0], position[b, 0], counts,
+                visits, first, steps - 1)  # fmt: skip
     return total
 
 
@@ -228,12 +241,10 @@ def _lowrank_statistics(
         beta[:] = 1.0
         for t in range(steps - 1, 0, -1):
             a, c = cluster[b, t - 1] * k, cluster[b, t] * k
-            _posterior(alpha[t], beta, emission, starts, k, cluster[b, t], position[b, t],
-                       counts, visits, t, steps - 1)  # fmt: skip
-            _emission(emission, starts, k, cluster[b, t], position[b, t], e)
+            _step_back(alpha[t], beta, scale[t], emission, starts, k, cluster[b, t],
+                       position[b, t], counts, visits, t, steps - 1, e, g)  # fmt: skip
             n = row + t - 1
             for j in range(k):
-                g[j] = e[j] * beta[j] / scale[t]
                 after[n, j] = g[j]
                 before[n, j] = alpha[t - 1, j]
             features = q[n]
@@ -251,11 +262,8 @@ def _lowrank_statistics(
                     if 0 <= j < k:
                         beta[i] += band_data[x] * g[j]
                         band_counts[x] += alpha[t - 1, i] * g[j]
-        c0 = cluster[b, 0]
-        _posterior(alpha[0], beta, emission, starts, k, c0, position[b, 0], counts, visits, 0,
-                   steps - 1)  # fmt: skip
-        for i in range(k):
-            first[c0 * k + i] += alpha[0, i] * beta[i]
+        _finish(alpha[0], beta, emission, starts, k, cluster[b, 0], position[b, 0], counts,
+                visits, first, steps - 1)  # fmt: skip
     return total
 
 
