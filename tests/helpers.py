@@ -115,6 +115,55 @@ def brute_force_filter(prior, T, E, observations):
     return beliefs, np.log(evidence)
 
 
+def brute_force_log_evidence(prior, T, E, sequences) -> float:
+    """``sum log P(sequence)`` over the rows of ``sequences`` by summing over every state
+    path (dense arrays: prior (n,), T (n, n), E (n, V))."""
+    expected = 0.0
+    for sequence in sequences:
+        total = 0.0
+        for path in itertools.product(range(len(prior)), repeat=len(sequence)):
+            weight = prior[path[0]] * E[path[0], sequence[0]]
+            for t in range(1, len(sequence)):
+                weight *= T[path[t - 1], path[t]] * E[path[t], sequence[t]]
+            total += weight
+        expected += np.log(total)
+    return expected
+
+
+def array_leaves(tree, path=()):
+    """``(path, array)`` of every array in a tree of (named) tuples, depth first."""
+    if isinstance(tree, tuple):
+        for k, child in enumerate(tree):
+            yield from array_leaves(child, (*path, k))
+    else:
+        yield path, tree
+
+
+def replaced(tree, path, value):
+    """``tree`` with the array at ``path`` (as ``array_leaves`` gives it) replaced."""
+    if not path:
+        return value
+    children = list(tree)
+    children[path[0]] = replaced(tree[path[0]], path[1:], value)
+    return type(tree)(*children)
+
+
+def finite_difference_errors(log_evidence, p, gradient, samples: int, h: float = 1e-6):
+    """``(path, index, analytic, numeric)`` at about ``samples`` entries of every array of
+    the parameters ``p``: ``gradient``'s entry against the central difference of
+    ``log_evidence(parameters)``."""
+    for path, values in array_leaves(p):
+        expected = gradient
+        for k in path:
+            expected = expected[k]
+        for index in list(np.ndindex(values.shape))[:: max(1, values.size // samples)]:
+            up, down = values.copy(), values.copy()
+            up[index] += h
+            down[index] -= h
+            numeric = log_evidence(replaced(p, path, up)) - log_evidence(replaced(p, path, down))
+            yield path, index, expected[index], numeric / (2 * h)
+
+
 # --- configs -------------------------------------------------------------------------------
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import xarray as xr
 
-from pipeline.analysis import coupled, methods, training
+from pipeline.analysis import coupled, kernel_features, methods, training
 from pipeline.analysis.figures import Analysis
 from pipeline.results import (
     StoreError,
@@ -19,7 +19,12 @@ from pipeline.results import (
 from pipeline.results.base import text_table
 from pipeline.results.paths import Chunk, chunks
 
-REPORTS = {"methods": methods.analyze, "training": training.analyze, "coupled": coupled.analyze}
+REPORTS = {
+    "methods": methods.analyze,
+    "training": training.analyze,
+    "coupled": coupled.analyze,
+    "kernel_features": kernel_features.analyze,
+}
 """Sweep kind (a store's ``kind`` attribute) -> the function that writes its report."""
 
 

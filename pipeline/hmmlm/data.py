@@ -1,14 +1,25 @@
-"""Token sequences for training HMM LMs: a corpus as word ids in fixed-length chunks.
+"""Token sequences for training HMM LMs: a corpus split by document, as chunks of word ids.
 
-The vocabulary is the corpus's ``n_tokens - 1`` most frequent words plus
-``<unk>`` for every other (``pipeline.corpus.vocabulary``). Documents are
-split in a fixed order, every tenth to the held-out part, then each part's
-words are concatenated and cut into chunks of ``length`` tokens (the last,
-shorter chunk is dropped).
+The split is fixed once and for all by each document's text (``part``): the first 8
+bytes of the SHA-256 of its UTF-8 text, as a big-endian integer modulo 10, send it to
+``test`` (0), ``validation`` (1) or ``train`` (2 to 9). It does not depend on the
+order of the documents or on which others exist, and identical documents (the standard
+library repeats many docstrings) always land in the same part, so none is scored on a
+text it was trained on. ``split_digest`` names the assignment: every cell of a training
+sweep records it, for its model and its baselines alike.
+
+The vocabulary is every word seen at least ``MIN_COUNT`` (2) times in the training part,
+ranked by that count (ties alphabetically), then ``<unk>`` for every other word, in every
+part; ``n_tokens`` keeps only the ``n_tokens - 1`` most frequent of them. Each part's
+documents are concatenated in corpus order and cut into chunks of ``length`` tokens (the
+last, shorter chunk is dropped); every model and baseline scores a chunk from its start,
+with no context before it.
 """
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import os
 from typing import NamedTuple
 
@@ -16,16 +27,58 @@ import numpy as np
 
 from pipeline import corpus as corpora
 
-HELD_OUT_EVERY = 10
-"""Every tenth document is held out."""
+PARTS = ("train", "validation", "test")
+MIN_COUNT = 2
+"""A word is in the vocabulary if the training part has it at least this often."""
+DEFAULT_VOCABULARY = 6000
+"""Words the default corpus's vocabulary has at least (tested), ``<unk>`` included."""
 
 
 class Corpus(NamedTuple):
-    """A corpus as training and held-out chunks of word ids."""
+    """A corpus as chunks of word ids, one array (chunks, length) per part."""
 
-    train: np.ndarray  # (M, length) int
-    held_out: np.ndarray  # (M', length) int
-    words: tuple[str, ...]  # (n_tokens,) id -> word; the last is <unk>
+    train: np.ndarray  # (M, length) int64
+    validation: np.ndarray  # (M_v, length) int64
+    test: np.ndarray  # (M_t, length) int64
+    words: tuple[str, ...]  # (V,) id -> word; the last is <unk>
+    split: str  # split_digest of the documents' parts
+
+
+def _fingerprint(document: str) -> bytes:
+    return hashlib.sha256(document.encode("utf-8")).digest()
+
+
+def part(document: str) -> str:
+    """The part (``train``, ``validation`` or ``test``) of a document, from its text."""
+    bucket = int.from_bytes(_fingerprint(document)[:8], "big") % 10
+    return "test" if bucket == 0 else "validation" if bucket == 1 else "train"
+
+
+def split_digest(documents) -> str:
+    """16 hex digits naming which documents are in which part, whatever their order: the
+    SHA-256 of the sorted lines ``<document's SHA-256> <part>``."""
+    lines = sorted(f"{_fingerprint(doc).hex()} {part(doc)}" for doc in documents)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def vocabulary(documents, n_tokens: int | None = None) -> tuple[str, ...]:
+    """The words of ``documents`` (the training part) seen at least ``MIN_COUNT`` times, most
+    frequent first (ties alphabetically), at most ``n_tokens - 1`` of them, then ``<unk>``.
+
+    Raises ``ValueError`` (one line) when fewer than ``n_tokens - 1`` words qualify.
+    """
+    counts = collections.Counter(w for doc in documents for w in corpora.tokenize(doc))
+    ranked = sorted(
+        (item for item in counts.items() if item[1] >= MIN_COUNT),
+        key=lambda item: (-item[1], item[0]),
+    )
+    if n_tokens is not None and len(ranked) < n_tokens - 1:
+        raise ValueError(
+            f"the training part has {len(ranked)} words seen at least {MIN_COUNT} times; "
+            f"n_tokens={n_tokens} needs {n_tokens - 1} (plus <unk>)"
+        )
+    kept = ranked if n_tokens is None else ranked[: n_tokens - 1]
+    return (*(word for word, _ in kept), corpora.UNKNOWN)
 
 
 def chunks(ids: np.ndarray, length: int) -> np.ndarray:
@@ -34,15 +87,17 @@ def chunks(ids: np.ndarray, length: int) -> np.ndarray:
     return np.asarray(ids[:usable], dtype=np.int64).reshape(-1, length)
 
 
-def load(corpus: str | os.PathLike | None, n_tokens: int, length: int) -> Corpus:
-    """The standard library's English (``corpus`` None) or a text file or folder, as chunks."""
+def load(corpus: str | os.PathLike | None, n_tokens: int | None, length: int) -> Corpus:
+    """The standard library's English (``corpus`` None) or a text file or folder, split
+    by document, in the training part's vocabulary, as chunks of ``length`` tokens."""
     documents = corpora.documents(corpus)
-    words = corpora.vocabulary(documents, n_tokens)
-    parts: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
-    for k, ids in enumerate(corpora.word_ids(documents, words)):
-        part = parts[1] if k % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 else parts[0]
-        part.append(ids)
-    train, held_out = (
-        chunks(np.concatenate([np.empty(0, np.int64), *part]), length) for part in parts
+    parts = [part(doc) for doc in documents]
+    words = vocabulary([d for d, p in zip(documents, parts, strict=True) if p == "train"], n_tokens)
+    ids = {name: [np.empty(0, np.int64)] for name in PARTS}
+    for where, doc_ids in zip(parts, corpora.word_ids(documents, words), strict=True):
+        ids[where].append(doc_ids)
+    return Corpus(
+        *(chunks(np.concatenate(ids[name]), length) for name in PARTS),
+        words,
+        split_digest(documents),
     )
-    return Corpus(train, held_out, words)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -42,7 +43,7 @@ class Kernel(NamedTuple):
 
 class Parameters(NamedTuple):
     prior: np.ndarray  # (n,) logits
-    emission: np.ndarray  # (n, V) logits
+    emission: np.ndarray  # (n, V) logits; flat (k V,) by cluster for a blocked model
     transition: Softmax | Kernel
 
 
@@ -50,6 +51,23 @@ def softmax_rows(logits: np.ndarray) -> np.ndarray:
     """Each row of ``logits`` as a distribution."""
     shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
     return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def softmax_in_place(X):
+    """Each row of ``X`` (m, n) replaced by its softmax; returns ``X``."""
+    m, n = X.shape
+    for i in range(m):
+        high = X[i, 0]
+        for j in range(1, n):
+            high = max(high, X[i, j])
+        total = 0.0
+        for j in range(n):
+            X[i, j] = np.exp(X[i, j] - high)
+            total += X[i, j]
+        for j in range(n):
+            X[i, j] /= total
+    return X
 
 
 def _band_positions(n: int, width: int) -> tuple[sp.csr_array, np.ndarray]:
@@ -71,18 +89,34 @@ class KernelParts(NamedTuple):
     valid: np.ndarray  # (n, width) which band logits are in the matrix
 
 
-def _features(E: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``phi(E)`` over a per-row (``rows``) shift and the shift ``exp`` was taken at."""
-    X = E @ W.T - 0.5 * np.sum(E**2, axis=1, keepdims=True)
-    shift = X.max(axis=1, keepdims=True)
-    return np.exp(X - shift), shift[:, 0]
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _exp_below_max(X):
+    """``X = exp(X - max of its row)`` in place; returns the maxima (m,)."""
+    m, F = X.shape
+    top = np.empty(m)
+    for i in range(m):
+        high = X[i, 0]
+        for f in range(1, F):
+            high = max(high, X[i, f])
+        for f in range(F):
+            X[i, f] = np.exp(X[i, f] - high)
+        top[i] = high
+    return top
+
+
+def features(E: np.ndarray, W: np.ndarray, out=None) -> tuple[np.ndarray, np.ndarray]:
+    """``phi(E) = exp(E W^T - |E|^2 / 2)`` (m, F) over a shift per row, and the shifts (m,)
+    (``phi(E)_i = features_i exp(shift_i)``), in the dtype of ``E`` (into ``out`` if given)."""
+    X = np.matmul(E, W.T, out=out)
+    top = _exp_below_max(X)
+    return X, (top - 0.5 * np.sum(E.astype(np.float64) ** 2, axis=1)).astype(E.dtype)
 
 
 def kernel_parts(p: Kernel) -> KernelParts:
     """The transition matrix of ``p`` as a ``LowRank`` and what its gradient reuses."""
     n = p.U.shape[0]
-    L, shift_u = _features(p.U, p.W)
-    R, shift_v = _features(p.V, p.W)
+    L, shift_u = features(p.U, p.W)
+    R, shift_v = features(p.V, p.W)
     R *= np.exp(shift_v - shift_v.max())[:, None]  # one overall scale: the rows of T keep theirs
     pattern, valid = _band_positions(n, p.band.shape[1])
     rows = entry_rows(pattern.indptr)
@@ -181,19 +215,27 @@ def initial(
     delta: int = 0,
     dim: int = 32,
     seed: int = 0,
+    emission_size: int | None = None,
+    dtype=np.float64,
 ) -> Parameters:
     """Random starting parameters: ``kind`` is ``softmax`` or ``kernel`` (with a band of
-    ``delta`` when ``delta > 0``); small random logits, embeddings of scale 1/sqrt(d)."""
+    ``delta`` when ``delta > 0``); small random logits, embeddings of scale 1/sqrt(d).
+    ``emission_size``: flat emission logits of that many entries (a blocked model's k V)
+    instead of (n_states, n_tokens)."""
     rng = np.random.default_rng(seed)
-    prior = 0.01 * rng.standard_normal(n_states)
-    emission = rng.standard_normal((n_states, n_tokens))
+
+    def normal(*shape):
+        return rng.standard_normal(shape, dtype=np.float32 if dtype == np.float32 else np.float64)
+
+    prior = 0.01 * normal(n_states)
+    emission = normal(*((n_states, n_tokens) if emission_size is None else (emission_size,)))
     if kind == "softmax":
-        transition = Softmax(0.01 * rng.standard_normal((n_states, n_states)))
+        transition = Softmax(0.01 * normal(n_states, n_states))
     else:
         transition = Kernel(
-            rng.standard_normal((n_states, dim)) / np.sqrt(dim),
-            rng.standard_normal((n_states, dim)) / np.sqrt(dim),
-            rng.standard_normal((n_features, dim)),
-            0.01 * rng.standard_normal((n_states, max(2 * delta - 1, 0))),
+            normal(n_states, dim) / np.sqrt(dim, dtype=dtype),
+            normal(n_states, dim) / np.sqrt(dim, dtype=dtype),
+            normal(n_features, dim),
+            0.01 * normal(n_states, max(2 * delta - 1, 0)),
         )
     return Parameters(prior, emission, transition)

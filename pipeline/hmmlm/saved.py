@@ -2,14 +2,21 @@
 
 The file holds the parameters (``pipeline.hmmlm.parameters``) under these keys:
 
+- ``version``: 2 (files without it are version 1: unblocked models, read the same way);
 - ``kind``: ``"softmax"`` or ``"kernel"``;
-- ``prior`` (n,) and ``emission`` (n, V): logits, a softmax per row;
+- ``prior`` (n,) logits, a softmax over the states;
+- ``emission``: logits, a softmax per state's row: (n, V) for an unblocked model; for a
+  blocked one (``pipeline.hmmlm.clusters``) flat (k V,), cluster c's block (k, m_c) of its
+  k states over its m_c words (in word-id order) at ``k * (words of clusters < c)``;
+- ``cluster`` (V,) the cluster of each word, and ``states_per_cluster`` k: blocked models
+  only (cluster c owns the states ``c k .. (c + 1) k - 1``, which emit only its words);
 - ``logits`` (n, n) for a softmax; ``U`` (n, d), ``V`` (n, d), ``W`` (F, d) and ``band``
   (n, 2 delta - 1) for a kernel (``band`` of width 0 without one);
 - ``words`` (V,): the vocabulary, token id -> word, the last ``<unk>``.
 
-``numpy.load`` reads it without this package; ``load`` returns the parameters, and the
-``hmmlm`` model family (``pipeline.models.hmmlm``) the HMM they define.
+``numpy.load`` reads it without this package; ``load`` returns the parameters, the
+vocabulary and the blocks (None for an unblocked model), and the ``hmmlm`` model family
+(``pipeline.models.hmmlm``) the HMM they define.
 """
 
 from __future__ import annotations
@@ -18,25 +25,52 @@ import os
 
 import numpy as np
 
+from pipeline.hmmlm.clusters import Blocks, blocks_of
 from pipeline.hmmlm.parameters import Kernel, Parameters, Softmax
 
+VERSION = 2
+"""The format this module writes; it reads this one and version 1."""
 
-def save(path: str | os.PathLike, p: Parameters, words: tuple[str, ...]) -> None:
-    """Write ``p`` and its vocabulary ``words`` to ``path`` (an ``.npz`` file)."""
+
+def save(
+    path: str | os.PathLike, p: Parameters, words: tuple[str, ...], blocks: Blocks | None = None
+) -> None:
+    """Write ``p``, its vocabulary ``words`` and its ``blocks`` (if blocked) to ``path``."""
     t = p.transition
     arrays = {"logits": t.logits} if isinstance(t, Softmax) else t._asdict()
+    if blocks is not None:
+        arrays |= {"cluster": blocks.cluster, "states_per_cluster": blocks.states}
     kind = "softmax" if isinstance(t, Softmax) else "kernel"
-    np.savez(path, kind=kind, prior=p.prior, emission=p.emission, words=np.array(words), **arrays)
+    np.savez(
+        path,
+        version=VERSION,
+        kind=kind,
+        prior=p.prior,
+        emission=p.emission,
+        words=np.array(words),
+        **arrays,
+    )
 
 
-def load(path: str | os.PathLike) -> tuple[Parameters, tuple[str, ...]]:
-    """The parameters and vocabulary saved at ``path``."""
+def load(path: str | os.PathLike) -> tuple[Parameters, tuple[str, ...], Blocks | None]:
+    """The parameters, vocabulary and blocks (None: unblocked) saved at ``path``.
+
+    Raises ``ValueError`` (one line) for a file of a format newer than ``VERSION``.
+    """
     with np.load(path, allow_pickle=False) as f:
+        version = int(f["version"]) if "version" in f else 1
+        if version > VERSION:
+            raise ValueError(
+                f"{path} is an HMM LM of format {version}; this pipeline reads formats 1 to "
+                f"{VERSION}: update the pipeline"
+            )
         if str(f["kind"]) == "softmax":
             transition = Softmax(f["logits"])
         else:
             transition = Kernel(f["U"], f["V"], f["W"], f["band"])
-        return Parameters(f["prior"], f["emission"], transition), tuple(f["words"].tolist())
+        blocks = blocks_of(f["cluster"], int(f["states_per_cluster"])) if "cluster" in f else None
+        parameters = Parameters(f["prior"], f["emission"], transition)
+        return parameters, tuple(f["words"].tolist()), blocks
 
 
 def n_states(path: str | os.PathLike) -> int:

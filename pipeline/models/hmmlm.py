@@ -5,7 +5,9 @@ Models") as a model family: ``hmmlm``.
 (``python -m pipeline.sweep experiment=lm_scaling`` writes one ``.npz`` per cell,
 format in ``pipeline.hmmlm.saved``): hidden states, not words, with the
 transitions of its parameterisation (dense for the full softmax, ``LowRank`` for
-a kernel, with its band) and dense emissions over its vocabulary. Every method
+a kernel, with its band) and emissions over its vocabulary: dense, or for a blocked
+model a CSR matrix whose rows are exactly zero outside the state's word cluster (the
+model the training scored). Parameters saved in float32 are read as float64. Every method
 then runs on it: top-p, top-k or low-rank on a trained HMM LM is the top-p
 paper's "LM HMM" done the way it describes it. ``n_states`` must be the saved
 model's. The family has no randomness: ``seed`` is ignored.
@@ -15,7 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from pipeline.hmmlm import saved
+from pipeline.hmmlm.blocks import emission_matrix, emission_probabilities
 from pipeline.hmmlm.parameters import softmax_rows, transition_matrix
 from pipeline.models import kernel
 from pipeline.models.family import ParameterError
@@ -58,5 +63,14 @@ def check(n_states: int, *, path: str | None = None) -> None:
 def build(n_states: int, seed: int = 0, *, path: str | None = None) -> HMM:
     """The HMM of the model saved at ``path`` (``seed`` is ignored)."""
     check(n_states, path=path)
-    p, _ = saved.load(path)
-    return HMM(softmax_rows(p.prior), transition_matrix(p.transition), softmax_rows(p.emission))
+    p, _, blocks = saved.load(path)
+    p = p._replace(
+        prior=p.prior.astype(np.float64),
+        emission=p.emission.astype(np.float64),
+        transition=type(p.transition)(*(x.astype(np.float64) for x in p.transition)),
+    )
+    if blocks is None:
+        emission = softmax_rows(p.emission)
+    else:
+        emission = emission_matrix(emission_probabilities(p.emission, blocks), blocks)
+    return HMM(softmax_rows(p.prior), transition_matrix(p.transition), emission)

@@ -8,7 +8,8 @@ table the sweep prints:
 
 - ``methods``: approximation methods against exact inference (``python -m pipeline.sweep``);
 - ``training``: HMM language models trained over sizes and transition parameterisations;
-- ``coupled``: structured mean field and chain-wise Viterbi in weakly coupled HMMs.
+- ``coupled``: structured mean field and chain-wise Viterbi in weakly coupled HMMs;
+- ``kernel_features``: random feature maps against the softmax they approximate.
 
 >>> from pipeline.results import SCHEMAS
 >>> SCHEMAS["methods"].variables["tv"].long_name

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pipeline.results import coupled, methods, training
+from pipeline.results import coupled, kernel_features, methods, training
 from pipeline.results.base import Schema
 
 SCHEMAS: dict[str, Schema] = {
-    module.SCHEMA.name: module.SCHEMA for module in (methods, training, coupled)
+    module.SCHEMA.name: module.SCHEMA for module in (methods, training, coupled, kernel_features)
 }
 """Sweep kind (a store's ``kind`` attribute) -> what its store holds."""
 

@@ -1,36 +1,89 @@
 """The store of the training sweep: HMM language models trained over state counts,
 transition parameterisations and seeds (the kernel HMMs of Chiu, Deng and Rush, *Scaling
-Hidden Markov Language Models*).
+Hidden Markov Language Models*, with the blocked emissions and state dropout of Chiu and
+Rush 2020), beside Kneser-Ney n-gram baselines on the same split.
 
-A cell is one ``(n_states, parameterisation, seed)``: one model trained for ``epoch``
-epochs; the grid is a full product. ``summary`` is the table a sweep prints at its end.
+A cell is one ``(n_states, parameterisation, seed)``: one model trained until its
+validation perplexity stops improving (or ``max_epochs``). The grid is a full product
+except for the softmax above ``softmax_max_states`` (its n^2 logits exceed the memory):
+``in_grid`` over ``(n_states, parameterisation)`` marks the cells that exist.
+``summary`` is the table a sweep prints at its end.
 """
 
 from __future__ import annotations
 
 import xarray as xr
 
-from pipeline.results.base import Schema, Variable, status_variables
+from pipeline.results.base import Schema, Variable, status_variables, text_table
 
 DIMS = ("n_states", "parameterisation", "seed")
 """The dimensions of a training cell."""
+BASELINES = ("kn2", "kn3", "kn4", "kn5")
+"""The ``baseline`` coordinate: interpolated Kneser-Ney n-gram models of order 2 to 5."""
+SPECTRUM_MAX_STATES = 2048
+"""The singular values of a learned transition matrix are computed up to this many states
+(a dense SVD, O(n^3))."""
+
+STOPPED = "NaN after the epoch training stopped at (early stopping or max_epochs)"
 
 VARIABLES: dict[str, Variable] = {
     "perplexity": Variable(
-        (*DIMS, "epoch"), "1", "held-out perplexity exp(-log evidence / tokens) after the epoch"
+        (*DIMS, "epoch"),
+        "1",
+        "validation perplexity exp(-log evidence / tokens) after the epoch",
+        missing=STOPPED,
     ),
     "epoch_seconds": Variable(
         (*DIMS, "epoch"),
         "s",
         "wall-clock seconds of the epoch's gradient steps",
-        missing="NaN at epoch 0: the perplexity before training",
+        missing=f"NaN at epoch 0 (the perplexity before training); {STOPPED}",
     ),
+    "best_epoch": Variable(DIMS, "1", "the epoch of the lowest validation perplexity"),
+    "test_perplexity": Variable(
+        DIMS, "1", "test perplexity of the model of the best validation epoch"
+    ),
+    "epochs": Variable(DIMS, "1", "epochs trained before training stopped"),
     "tokens_per_second": Variable(
-        DIMS, "1/s", "held-out tokens per second of the forward recursion (the evidence)"
+        DIMS, "1/s", "test tokens per second of the forward recursion (the evidence)"
     ),
     "n_features": Variable(DIMS, "1", "feature dimension F of the kernel (0: full softmax)"),
     "stored_parameters": Variable(DIMS, "1", "numbers the model's parameters hold"),
+    "training_bytes": Variable(
+        DIMS,
+        "B",
+        "bytes of the parameters, their two Adam moments, the best epoch's copy and the "
+        "per-batch buffers",
+    ),
+    "transition_rank": Variable(
+        DIMS,
+        "1",
+        "singular values of the learned transition matrix above 1e-5",
+        missing=f"NaN above {SPECTRUM_MAX_STATES} states (a dense SVD)",
+    ),
     "train_tokens": Variable(DIMS, "1", "training tokens per epoch"),
+    "validation_tokens": Variable(DIMS, "1", "validation tokens the perplexity is measured on"),
+    "test_tokens": Variable(DIMS, "1", "test tokens the test perplexity is measured on"),
+    "vocabulary": Variable(DIMS, "1", "word types of the model, <unk> included"),
+    "split": Variable(
+        DIMS,
+        "1",
+        "which documents are in the train, validation and test parts (16 hex digits of a "
+        "SHA-256; the same in every cell)",
+        "str",
+    ),
+    "baseline_perplexity": Variable(
+        (*DIMS, "baseline"),
+        "1",
+        "validation perplexity of the interpolated Kneser-Ney n-gram model trained on the same "
+        "chunks (the same in every cell)",
+    ),
+    "baseline_test_perplexity": Variable(
+        (*DIMS, "baseline"),
+        "1",
+        "test perplexity of the interpolated Kneser-Ney n-gram model trained on the same chunks "
+        "(the same in every cell)",
+    ),
     **status_variables(DIMS),
 }
 
@@ -43,27 +96,56 @@ SCHEMA = Schema(
         "n_states": "number of hidden states",
         "parameterisation": "transition parameterisation (kernel_<r>: r states per feature)",
         "epoch": "epochs of training done",
+        "baseline": "interpolated Kneser-Ney n-gram model of order 2 to 5 (kn<order>)",
     },
+    in_grid_dims=("n_states", "parameterisation"),
+    in_grid_name="the parameterisation is trained at this size (the softmax only up to "
+    "training.softmax_max_states)",
 )
 
 
 def summary(ds: xr.Dataset) -> str:
-    """One line per cell: the final held-out perplexity and the median epoch seconds."""
+    """One line per cell done: validation and test perplexity at the best epoch, the
+    epochs trained and the median epoch seconds; then the Kneser-Ney baselines."""
     ds = ds.load()
-    lines = [
-        f"{'n_states':>9} {'parameterisation':>18} {'seed':>5} {'perplexity':>11} "
-        f"{'epoch s':>9} {'tokens/s':>10}"
-    ]
+    rows = []
     for n in ds["n_states"].values:
         for name in ds["parameterisation"].values:
             for seed in ds["seed"].values:
                 cell = ds.sel(n_states=n, parameterisation=name, seed=seed)
                 if not bool(cell["done"]):
                     continue
-                lines.append(
-                    f"{int(n):>9} {name!s:>18} {int(seed):>5} "
-                    f"{float(cell['perplexity'].isel(epoch=-1)):>11.1f} "
-                    f"{float(cell['epoch_seconds'].median()):>9.2f} "
-                    f"{float(cell['tokens_per_second']):>10.0f}"
+                best = int(cell["best_epoch"])
+                rows.append(
+                    [
+                        str(int(n)),
+                        str(name),
+                        str(int(seed)),
+                        f"{float(cell['perplexity'].sel(epoch=best)):.1f}",
+                        f"{float(cell['test_perplexity']):.1f}",
+                        f"{best}/{int(cell['epochs'])}",
+                        f"{float(cell['epoch_seconds'].median()):.2f}",
+                    ]
                 )
+    header = [
+        "n_states",
+        "parameterisation",
+        "seed",
+        "validation",
+        "test",
+        "best/epochs",
+        "epoch s",
+    ]
+    lines = [text_table(header, rows)] if rows else []
+    done = ds["baseline_perplexity"].where(ds["done"])
+    if bool(ds["done"].any()):
+        validation = done.max(DIMS)
+        test = ds["baseline_test_perplexity"].where(ds["done"]).max(DIMS)
+        lines.append(
+            "Kneser-Ney validation / test: "
+            + ", ".join(
+                f"{b} {float(validation.sel(baseline=b)):.1f} / {float(test.sel(baseline=b)):.1f}"
+                for b in BASELINES
+            )
+        )
     return "\n".join(lines)

@@ -8,11 +8,13 @@ import sys
 import numpy as np
 import pytest
 
-from pipeline.hmmlm.data import load
+from pipeline.hmmlm.clusters import blocks_of
 from pipeline.hmmlm.evidence import statistics
 from pipeline.hmmlm.parameters import gradient, initial, softmax_rows, transition_matrix
-from pipeline.hmmlm.train import perplexity, train
+from pipeline.hmmlm.train import Schedule, perplexity, train
 from pipeline.operators import LowRank, toarray
+
+from helpers import brute_force_log_evidence, finite_difference_errors
 
 KINDS = {
     "softmax": ("softmax", {}),
@@ -41,32 +43,8 @@ def test_log_evidence_equals_the_sum_over_all_paths(name):
     tokens = np.random.default_rng(1).integers(0, 4, (2, 5))
     prior, emission = softmax_rows(p.prior), softmax_rows(p.emission)
     T = toarray(transition_matrix(p.transition))
-    expected = 0.0
-    for sequence in tokens:
-        total = 0.0
-        for path in itertools.product(range(5), repeat=len(sequence)):
-            probability = prior[path[0]] * emission[path[0], sequence[0]]
-            for t in range(1, len(sequence)):
-                probability *= T[path[t - 1], path[t]] * emission[path[t], sequence[t]]
-            total += probability
-        expected += np.log(total)
+    expected = brute_force_log_evidence(prior, T, emission, tokens)
     assert _log_evidence(p, tokens) == pytest.approx(expected, rel=1e-12)
-
-
-def _arrays(tree, path=()):
-    if isinstance(tree, tuple):
-        for k, child in enumerate(tree):
-            yield from _arrays(child, (*path, k))
-    else:
-        yield path, tree
-
-
-def _replaced(tree, path, value):
-    if not path:
-        return value
-    children = list(tree)
-    children[path[0]] = _replaced(tree[path[0]], path[1:], value)
-    return type(tree)(*children)
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
@@ -77,21 +55,11 @@ def test_every_gradient_equals_finite_differences(name):
     s = statistics(softmax_rows(p.prior), T, softmax_rows(p.emission), tokens)
     analytic = gradient(p, s, len(tokens))
     checked = 0
-    for path, values in _arrays(p):
-        expected = analytic
-        for k in path:
-            expected = expected[k]
-        for index in list(np.ndindex(values.shape))[:: max(1, values.size // 7)]:
-            h = 1e-6
-            up, down = values.copy(), values.copy()
-            up[index] += h
-            down[index] -= h
-            numeric = (
-                _log_evidence(_replaced(p, path, up), tokens)
-                - _log_evidence(_replaced(p, path, down), tokens)
-            ) / (2 * h)
-            assert expected[index] == pytest.approx(numeric, abs=1e-7), (path, index)
-            checked += 1
+    for path, index, expected, numeric in finite_difference_errors(
+        lambda q: _log_evidence(q, tokens), p, analytic, samples=7
+    ):
+        assert expected == pytest.approx(numeric, abs=1e-7), (path, index)
+        checked += 1
     assert checked >= 20
 
 
@@ -131,25 +99,12 @@ def test_training_approaches_the_model_that_made_the_data(name):
         if name == "softmax"
         else None
     )
-    result = train(p, train_part, held_out, epochs=15, batch=20, learning_rate=0.05)
+    result = train(p, train_part, held_out, Schedule(15, batch=20, learning_rate=0.05))
     assert result.perplexity.shape == (16,) and result.epoch_seconds.shape == (15,)
     assert result.perplexity[0] > 5.5
     assert result.perplexity[-1] < 0.8 * result.perplexity[0]
     if truth is not None:
         assert result.perplexity[-1] < 1.1 * perplexity(truth, held_out)
-
-
-def test_a_corpus_becomes_chunks_of_word_ids(tmp_path):
-    folder = tmp_path / "texts"
-    folder.mkdir()
-    for k in range(10):
-        (folder / f"{k}.txt").write_text(" ".join([["the cat sat", "on a mat"][k % 2]] * 5))
-    corpus = load(folder, 4, 5)
-    # Six words of equal counts: the first three alphabetically, then <unk>.
-    assert corpus.words == ("a", "cat", "mat", "<unk>")
-    assert corpus.train.shape == (27, 5) and corpus.held_out.shape == (3, 5)  # document 9
-    np.testing.assert_array_equal(corpus.train[0], [3, 1, 3, 3, 1])  # the cat sat the cat
-    np.testing.assert_array_equal(corpus.held_out[0], [3, 0, 2, 3, 0])  # on a mat on a
 
 
 def test_training_does_not_import_the_model_families():
@@ -162,3 +117,19 @@ def test_training_does_not_import_the_model_families():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_early_stopping_returns_the_model_of_the_best_validation_epoch():
+    """A blocked model of 16 states on 8 chunks of noise overfits within a few epochs."""
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 8, (16, 12))
+    blocks = blocks_of(np.arange(8) % 2, 8)
+    p = initial("softmax", 16, 8, seed=0, emission_size=8 * 8, dtype=np.float32)
+    result = train(
+        p, tokens[:8], tokens[8:], Schedule(40, patience=2, batch=4, learning_rate=0.3),
+        blocks=blocks, state_dropout=0.25,
+    )  # fmt: skip
+    curve, best = result.perplexity, result.best_epoch
+    assert 1 <= best and len(curve) == best + 3 < 41  # stopped two epochs after the best
+    assert curve[best] == curve.min() and (curve[best + 1 :] >= curve[best]).all()
+    assert perplexity(result.parameters, tokens[8:], blocks) == pytest.approx(curve[best], rel=1e-6)

@@ -6,6 +6,7 @@ import xarray as xr
 from matplotlib.image import imread
 
 from pipeline.analysis import analyze
+from pipeline.hmmlm.data import part
 from pipeline.hmmlm.parameters import transition_matrix
 from pipeline.hmmlm.saved import load
 from pipeline.methods import approximate
@@ -17,7 +18,26 @@ from pipeline.sweep.kinds.training import TrainingCell, model_file, train_cell
 
 from helpers import composed, sweep
 
-SMOKE = ["experiment=lm_smoke", "cluster.dashboard_address=:0", "cluster.n_workers=2"]
+SMOKE = [
+    "experiment=lm_smoke",
+    "cluster.dashboard_address=:0",
+    "cluster.n_workers=2",
+    "training.softmax_max_states=16",  # the 32-state softmax is left out
+]
+
+
+def _corpus(folder, text, train=8):
+    """A folder of ``train`` training documents of ``text`` and one validation and one test
+    document of it (numbers, which are not words, make their texts differ)."""
+    folder.mkdir()
+    wanted = ["train"] * train + ["validation", "test"]
+    numbers = iter(range(10_000))
+    for k, name in enumerate(wanted):
+        document = next(
+            d for d in (f"{text} {next(numbers)}" for _ in range(10_000)) if part(d) == name
+        )
+        (folder / f"{k}.txt").write_text(document)
+    return folder
 
 
 @pytest.mark.parametrize(
@@ -26,9 +46,31 @@ SMOKE = ["experiment=lm_smoke", "cluster.dashboard_address=:0", "cluster.n_worke
         ("training.parameterisations=[kernel_x]", "unknown parameterisation 'kernel_x'; allowed:"),
         ("training.parameterisations=[kernel_64]", "kernel_64 needs at least 64 states"),
         ("training.n_states=[1]", "training.n_states: 1 is not allowed"),
-        ("training.epochs=0", "training.epochs: 0 is not allowed; allowed: integers >= 1"),
+        ("training.max_epochs=0", "training.max_epochs: 0 is not allowed; allowed: integers >="),
         ("training.corpus=/nowhere/at/all", "training.corpus: /nowhere/at/all does not exist"),
         ("training.n_tokens=20000", "training.n_tokens: 20000 is not allowed with the default"),
+        (
+            "training.clusters=3",
+            "training.n_states: 16 is not allowed with training.clusters=3; "
+            "allowed: multiples of 3",
+        ),
+        (
+            "training.clusters=8000",
+            "training.clusters: 8000 is not allowed with a vocabulary of "
+            "200 words; allowed: 0 to 200",
+        ),
+        (
+            "training.clusters=0",
+            "training.state_dropout: drops states within each word cluster; "
+            "it needs training.clusters > 0",
+        ),
+        ("training.state_dropout=1", "training.state_dropout: 1.0 is not allowed; allowed: 0 <="),
+        (
+            "training.clustering=brown",
+            "training.clustering: 'brown' is not allowed; allowed: exchange, random",
+        ),
+        ("training.epochs=5", "training.epochs: is the former name of training.max_epochs; set"),
+        ("training.patience=0", "training.patience: 0 is not allowed; allowed: integers >= 1"),
     ],
 )
 def test_bad_training_settings_are_one_line_errors(override, expected):
@@ -40,44 +82,83 @@ def test_bad_training_settings_are_one_line_errors(override, expected):
 def test_a_corpus_too_small_for_the_vocabulary_is_refused_before_training(tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("one two three")
-    with pytest.raises(ConfigError, match=r"training\.n_tokens: the lm corpus has 3 word types"):
+    with pytest.raises(ConfigError, match=r"training\.n_tokens: the training part has 0 words"):
         validate(composed("experiment=lm_smoke", f"training.corpus={corpus}"))
 
 
 def test_a_cell_trains_and_measures(tmp_path):
-    corpus = tmp_path / "texts"  # ten documents: nine to train on, one held out
-    corpus.mkdir()
-    for k in range(10):
-        (corpus / f"{k}.txt").write_text(" ".join(["the cat sat on the mat and the dog"] * 8))
+    corpus = _corpus(tmp_path / "texts", " ".join(["the cat sat on the mat and the dog"] * 8))
     cfg = composed("experiment=lm_smoke", f"training.corpus={corpus}", "training.n_tokens=8")
     validate(cfg)
     grid = training.grid(cfg)
     values = train_cell(TrainingCell(8, "kernel_2", 0), grid.settings).values()
-    perplexity = values["perplexity"]
-    assert perplexity.shape == (3,) and perplexity[-1] < perplexity[0]
-    assert np.isnan(values["epoch_seconds"][0]) and (values["epoch_seconds"][1:] > 0).all()
+    perplexity, epochs = values["perplexity"], values["epochs"]
+    assert perplexity.shape == (4,) and 2 <= epochs <= 3  # max_epochs 3, patience 2
+    assert np.isfinite(perplexity[: epochs + 1]).all() and np.isnan(perplexity[epochs + 1 :]).all()
+    best = values["best_epoch"]
+    assert perplexity[best] == np.nanmin(perplexity) < perplexity[0]
+    assert values["test_perplexity"] > 1 and np.isfinite(values["test_perplexity"])
+    assert (
+        np.isnan(values["epoch_seconds"][0]) and (values["epoch_seconds"][1 : epochs + 1] > 0).all()
+    )
     assert values["n_features"] == 4 and values["tokens_per_second"] > 0
-    # U, V (8 x 8 each), W (4 x 8), no band, prior (8), emissions (8 x (7 words + <unk>))
-    assert values["stored_parameters"] == 2 * 64 + 32 + 8 + 8 * 8
+    assert values["transition_rank"] <= 4  # a kernel of 4 features, no band
+    # The text repeats one sentence: 'the' is followed by cat, mat or dog, which a bigram
+    # model cannot tell apart; two words of history can.
+    kn2, kn3, kn4, kn5 = values["baseline_perplexity"]
+    assert kn2 > 1.3 and kn5 <= kn4 <= kn3 < 1.2 and len(values["split"]) == 16
+    # 4 clusters of 2 states over 8 words: prior 8, emissions 2 x 8 (a state emits only its
+    # cluster's words), U and V 8 x 8, W 4 x 8
+    assert values["stored_parameters"] == 8 + 2 * 8 + 2 * 64 + 32
+    assert values["training_bytes"] > 4 * 4 * values["stored_parameters"]  # float32: x, m, v, best
 
 
 def test_lm_smoke_runs_resumes_and_reports(tmp_path):
     first = sweep(*SMOKE, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert "6 cells to compute, 0 already done" in first.stderr
+    assert "5 cells to compute, 0 already done" in first.stderr
     path = tmp_path / "outputs" / "lm_smoke" / "results.zarr"
     ds = xr.open_zarr(path).load()
-    assert dict(ds.sizes) == {"n_states": 2, "parameterisation": 3, "seed": 1, "epoch": 3}
-    assert ds["done"].all() and ds.attrs["kind"] == "training"
-    assert (ds["perplexity"].isel(epoch=-1) < ds["perplexity"].isel(epoch=0)).all()
-    assert ds["perplexity"].attrs["long_name"].startswith("held-out perplexity")
+    assert dict(ds.sizes) == {
+        "n_states": 2,
+        "parameterisation": 3,
+        "seed": 1,
+        "epoch": 4,
+        "baseline": 4,
+    }
+    assert ds.attrs["kind"] == "training"
+    np.testing.assert_array_equal(ds["done"].any("seed"), ds["in_grid"])
+    assert ds["in_grid"].sum() == 5 and not ds["in_grid"].sel(
+        n_states=32, parameterisation="softmax"
+    )
+    absent = ds.sel(n_states=32, parameterisation="softmax")
+    assert np.isnan(absent["perplexity"]).all() and np.isnan(absent["baseline_perplexity"]).all()
+    cells = ds.stack(cell=("n_states", "parameterisation", "seed"))
+    trained = cells.isel(cell=np.flatnonzero(cells["done"].values))
+    assert trained.sizes["cell"] == 5 and ds["baseline"].values.tolist() == [
+        "kn2",
+        "kn3",
+        "kn4",
+        "kn5",
+    ]
+    for name in ("baseline_perplexity", "baseline_test_perplexity"):
+        values = trained[name].transpose("cell", "baseline").values
+        assert np.isfinite(values).all() and (values == values[0]).all()  # one per sweep
+        assert ds[name].attrs["units"] == "1" and "Kneser-Ney" in ds[name].attrs["long_name"]
+    assert len(set(trained["split"].values.ravel())) == 1
+    best = trained["perplexity"].min("epoch")
+    assert (best < trained["perplexity"].isel(epoch=0)).all()
+    assert (trained["perplexity"].isel(epoch=trained["best_epoch"].astype(int)) == best).all()
+    assert np.isfinite(trained["test_perplexity"]).all()
+    assert ds["test_perplexity"].attrs["units"] == "1"
+    assert ds["perplexity"].attrs["long_name"].startswith("validation perplexity")
     assert ds["epoch_seconds"].attrs["units"] == "s"
     again = sweep(*SMOKE, cwd=tmp_path)
-    assert again.returncode == 0 and "0 cells to compute, 6 already done" in again.stderr
+    assert again.returncode == 0 and "0 cells to compute, 5 already done" in again.stderr
     models = sorted(
         p.name for p in (tmp_path / "outputs" / "lm_smoke" / "results_models").iterdir()
     )
-    assert models[0] == "16-banded_kernel_4-0.npz" and len(models) == 6
+    assert models[0] == "16-banded_kernel_4-0.npz" and len(models) == 5
     report = analyze(path, tmp_path / "report").report
     text = report.read_text()
     assert "| 32 | kernel_4 | 8 |" in text
@@ -87,25 +168,31 @@ def test_lm_smoke_runs_resumes_and_reports(tmp_path):
 
 
 def test_a_saved_model_is_an_hmm_every_method_runs_on(tmp_path):
-    corpus = tmp_path / "texts"
-    corpus.mkdir()
-    for k in range(10):
-        (corpus / f"{k}.txt").write_text(" ".join(["a b c d a b e f"] * 8))
-    cfg = composed("experiment=lm_smoke", f"training.corpus={corpus}", "training.n_tokens=6")
-    grid = training.grid(cfg)
-    for name in ("softmax", "banded_kernel_4"):
-        train_cell(TrainingCell(8, name, 0), grid.settings, tmp_path / "models")
-    for name, kind in (("softmax", np.ndarray), ("banded_kernel_4", LowRank)):
-        path = model_file(tmp_path / "models", TrainingCell(8, name, 0))
-        hmm = build_model("hmmlm", 8, path=str(path))
-        p, words = load(path)
+    corpus = _corpus(tmp_path / "texts", " ".join(["a b c d a b e f"] * 8))
+    settings = [f"training.corpus={corpus}", "training.n_tokens=6", "training.max_epochs=1"]
+    cases = {  # unblocked float64 softmax; blocked float32 banded kernel, 3 clusters of 2
+        "softmax": ("training.clusters=0", "training.state_dropout=0", np.ndarray),
+        "banded_kernel_4": ("training.clusters=3", "training.state_dropout=0", LowRank),
+    }
+    for name, (*overrides, kind) in cases.items():
+        grid = training.grid(composed("experiment=lm_smoke", *settings, *overrides))
+        train_cell(TrainingCell(6, name, 0), grid.settings, tmp_path / "models")
+        path = model_file(tmp_path / "models", TrainingCell(6, name, 0))
+        hmm = build_model("hmmlm", 6, path=str(path))
+        p, words, blocks = load(path)
         assert isinstance(hmm.transition, kind) and words[-1] == "<unk>" and len(words) == 6
-        np.testing.assert_allclose(
-            toarray(hmm.transition), toarray(transition_matrix(p.transition))
-        )
+        as_float = type(p.transition)(*(x.astype(float) for x in p.transition))
+        np.testing.assert_allclose(toarray(hmm.transition), toarray(transition_matrix(as_float)))
         for method, setting in (("topp", 0.9), ("lowrank", 2)):
-            assert approximate(hmm, method, setting).hmm.n_states == 8
-    with pytest.raises(ValueError, match="holds a model of 8 states, not n_states=9"):
+            assert approximate(hmm, method, setting).hmm.n_states == 6
+    # The blocked model: each state emits exactly the words of its cluster, nothing else.
+    assert blocks.n_clusters == 3 and blocks.states == 2 and p.emission.dtype == np.float32
+    emission = toarray(hmm.emission)
+    for state in range(6):
+        words_of_state = np.flatnonzero(blocks.cluster == state // 2)
+        assert (emission[state, words_of_state] > 0).all()
+        assert (np.delete(emission[state], words_of_state) == 0).all()
+    with pytest.raises(ValueError, match="holds a model of 6 states, not n_states=9"):
         build_model("hmmlm", 9, path=str(path))
     with pytest.raises(ValueError, match="needs path="):
-        build_model("hmmlm", 8)
+        build_model("hmmlm", 6)

@@ -18,8 +18,6 @@ from pipeline.models import FAMILIES, family_parameters
 REPOSITORY = Path(__file__).resolve().parents[3]
 """The checkout: ``conf/`` (Hydra's configs, relational specs) and ``dask_cluster.yaml``."""
 MODES = ("predict", "filter")
-DEFAULT_CORPUS_WORDS = 7620
-"""Word types the default corpus (the standard library's English) has at least, tested."""
 
 
 @dataclass
@@ -93,25 +91,44 @@ def model_config() -> type:
 
 @dataclass
 class TrainingConfig:
-    """A training sweep of HMM language models (the kernel HMMs of Chiu, Deng and Rush):
-    each (n_states, parameterisation, seed) is a cell that trains one model
-    (``pipeline.hmmlm``) and stores its held-out perplexity (``pipeline.sweep.kinds.training``)."""
+    """A training sweep of HMM language models (the kernel HMMs of Chiu, Deng and Rush,
+    with the blocked emissions and state dropout of Chiu and Rush 2020): each (n_states,
+    parameterisation, seed) is a cell that trains one model (``pipeline.hmmlm``) and
+    stores its validation and test perplexity (``pipeline.sweep.kinds.training``)."""
 
     n_states: list[int] = field(default_factory=lambda: [256])
     parameterisations: list[str] = field(default_factory=lambda: ["softmax"])
     """``softmax``, ``kernel_<r>`` or ``banded_kernel_<r>``: r states per feature."""
     seeds: list[int] = field(default_factory=lambda: [0])
-    epochs: int = 3
+    max_epochs: Optional[int] = None  # noqa: UP045
+    """Train at most this many epochs (default ``epochs``, else 20)."""
+    patience: Optional[int] = None  # noqa: UP045
+    """Stop after this many epochs in a row without a lower validation perplexity (the
+    learning rate stays constant); null: train ``max_epochs`` epochs."""
+    epochs: Optional[int] = None  # noqa: UP045
+    """The former name of ``max_epochs``, still read (set one of the two)."""
+    clusters: int = 0
+    """Word clusters C of the blocked emissions (each owns n_states / C states, which emit
+    only its words); 0: no blocks, every state emits every word."""
+    clustering: str = "exchange"
+    """How the training words are clustered: ``exchange`` (Brown et al.'s class-bigram
+    objective, by the exchange algorithm) or ``random`` (a random equal partition)."""
+    state_dropout: float = 0.0
+    """Fraction of each cluster's states dropped per batch (0: none); needs clusters > 0."""
+    softmax_max_states: int = 16384
+    """The softmax is trained only up to this many states: its n^2 logits, two Adam moments,
+    gradient and best copy are about 5 n^2 float32 numbers (20 GiB at 32768 states)."""
     batch: int = 32
     """Chunks per gradient step."""
     length: int = 64
     """Tokens per chunk; every chunk starts from the prior."""
-    n_tokens: int = 1000
-    """Vocabulary: the most frequent words, the rest one unknown word."""
+    n_tokens: Optional[int] = None  # noqa: UP045
+    """Vocabulary size: the ``n_tokens - 1`` most frequent words seen at least twice in the
+    training part, then ``<unk>`` for every other; default all words seen twice."""
     train_chunks: Optional[int] = None  # noqa: UP045
     """Train on the first this many training chunks (default all)."""
     held_out_chunks: Optional[int] = None  # noqa: UP045
-    """Measure perplexity on the first this many held-out chunks (default all)."""
+    """Measure perplexity on the first this many validation (and test) chunks (default all)."""
     learning_rate: float = 0.05
     dim: int = 32
     """Embedding dimension of the kernel parameterisations."""
@@ -119,6 +136,28 @@ class TrainingConfig:
     """Band of the banded kernels: ``|i - j| < delta``."""
     corpus: Optional[str] = None  # noqa: UP045
     """A text file or folder; default the standard library's English."""
+
+
+@dataclass
+class KernelFeaturesConfig:
+    """How many random features a softmax needs (Chiu, Deng and Rush, Section 6): each
+    (n_states, temperature, feature_map) is a cell that measures the TV between sampled
+    softmax rows and kernel rows at every feature count
+    (``pipeline.sweep.kinds.kernel_features``)."""
+
+    n_states: list[int] = field(default_factory=lambda: [256, 1024, 4096, 16384, 65536])
+    n_features: list[int] = field(default_factory=lambda: [2**k for k in range(4, 13)])
+    """Feature counts F (even): the first F features of one map of the largest count."""
+    temperatures: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0, 4.0])
+    """The logits u.v have standard deviation 1 / temperature (lower: more separated)."""
+    feature_maps: list[str] = field(default_factory=lambda: ["positive", "fourier"])
+    dim: int = 16
+    """Embedding dimension d."""
+    rows: int = 32
+    """Rows sampled per cell (every row up to that many states)."""
+    seed: int = 0
+    threshold: float = 0.05
+    """The median row TV the report asks the feature count for."""
 
 
 @dataclass
@@ -167,6 +206,9 @@ class SweepConfig:
     coupled: Optional[CoupledConfig] = None  # noqa: UP045
     """Set (by ``experiment=coupled`` or ``coupled_smoke``): the sweep compares inference in
     weakly coupled HMMs over this grid instead of sweeping ``grid``."""
+    kernel_features: Optional[KernelFeaturesConfig] = None  # noqa: UP045
+    """Set (by ``experiment=kernel_features``): the sweep measures how many random features
+    a softmax needs instead of sweeping ``grid``."""
     model: Any = field(default_factory=lambda: model_config()())
     """``model.<family>.<param>``: every family's keyword parameters (``model_config``)."""
     cluster: Any = MISSING

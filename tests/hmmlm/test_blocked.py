@@ -1,0 +1,142 @@
+"""Blocked HMM LMs: the blocked recursion against the unblocked model with the same (zero
+outside the blocks) emissions, against every path, every gradient against finite
+differences (with and without state dropout), float32 against float64, and sub-models."""
+
+import numpy as np
+import pytest
+
+from pipeline.hmmlm import blocks as bm
+from pipeline.hmmlm import evidence
+from pipeline.hmmlm.clusters import blocks_of
+from pipeline.hmmlm.parameters import Parameters, gradient, initial, softmax_rows
+from pipeline.hmmlm.parameters import transition_matrix as unblocked_transition
+from pipeline.operators import toarray
+
+from helpers import array_leaves, brute_force_log_evidence, finite_difference_errors
+
+# 7 words in 3 clusters ({0, 3}, {1, 4, 6}, {2, 5}), 2 states each: 6 states.
+CLUSTER = np.array([0, 1, 2, 0, 1, 2, 1])
+BLOCKS = blocks_of(CLUSTER, 2)
+KINDS = {
+    "softmax": ("softmax", {}),
+    "kernel": ("kernel", {"n_features": 3, "dim": 2}),
+    "banded_kernel": ("kernel", {"n_features": 3, "dim": 2, "delta": 2}),
+}
+
+
+def _model(name, blocks=BLOCKS, seed=3, dtype=np.float64):
+    kind, params = KINDS[name]
+    p = initial(kind, blocks.n_states, blocks.n_words, seed=seed, **params,
+                emission_size=blocks.states * blocks.n_words)  # fmt: skip
+    rng = np.random.default_rng(seed)
+    p = p._replace(prior=rng.standard_normal(p.prior.shape))  # far from uniform
+    if kind == "kernel":  # band logits of order one, so the band matters
+        p = p._replace(
+            transition=p.transition._replace(band=rng.standard_normal(p.transition.band.shape))
+        )
+    return _as(p, dtype)
+
+
+def _as(p, dtype):
+    t = p.transition
+    return Parameters(
+        p.prior.astype(dtype), p.emission.astype(dtype), type(t)(*(x.astype(dtype) for x in t))
+    )
+
+
+def _unblocked(p, blocks=BLOCKS):
+    """The same model as an unblocked one: emission logits -inf outside each state's cluster."""
+    E = bm.emission_matrix(bm.emission_probabilities(p.emission, blocks), blocks).toarray()
+    with np.errstate(divide="ignore"):
+        return p._replace(emission=np.log(E)), E
+
+
+def _width(p):
+    return p.transition.band.shape[1] if hasattr(p.transition, "band") else 0
+
+
+TOKENS = np.random.default_rng(1).integers(0, 7, (3, 6))
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_the_blocked_recursion_is_the_unblocked_model_with_zero_emissions(name):
+    p = _model(name)
+    unblocked, E = _unblocked(p)
+    s = evidence.statistics(softmax_rows(p.prior), unblocked_transition(p.transition), E, TOKENS)
+    expected = gradient(unblocked, s, len(TOKENS))
+    log_evidence, grad = bm.batch_gradient(p, BLOCKS, TOKENS, bm.full(BLOCKS, _width(p)))
+    assert log_evidence == pytest.approx(s.log_evidence, abs=1e-10)
+    assert bm.log_evidence(p, BLOCKS, TOKENS) == pytest.approx(s.log_evidence, abs=1e-10)
+    np.testing.assert_allclose(grad.prior, expected.prior, atol=1e-10)
+    blocked_emission = bm.emission_matrix(grad.emission, BLOCKS).toarray()
+    np.testing.assert_allclose(blocked_emission, np.where(E > 0, expected.emission, 0), atol=1e-10)
+    for mine, theirs in zip(grad.transition, expected.transition, strict=True):
+        np.testing.assert_allclose(mine, theirs, atol=1e-10)
+
+
+def test_the_blocked_evidence_is_the_sum_over_all_paths():
+    p = _model("banded_kernel")
+    tokens = TOKENS[:2, :4]
+    prior, E = softmax_rows(p.prior), _unblocked(p)[1]
+    T = toarray(unblocked_transition(p.transition))
+    expected = brute_force_log_evidence(prior, T, E, tokens)
+    assert bm.log_evidence(p, BLOCKS, tokens) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.5])
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_blocked_gradient_equals_finite_differences(name, dropout):
+    blocks = blocks_of(CLUSTER, 4)  # 12 states, 2 of each cluster's 4 kept with dropout
+    p = _model(name, blocks)
+    r = bm.restriction(blocks, bm.kept_states(blocks, dropout, np.random.default_rng(0)), _width(p))
+    assert r.states.size == (6 if dropout else 12)
+    _, grad = bm.batch_gradient(p, blocks, TOKENS, r)
+    checked = 0
+    for path, index, expected, numeric in finite_difference_errors(
+        lambda q: bm.batch_gradient(q, blocks, TOKENS, r)[0], p, grad, samples=9
+    ):
+        assert expected == pytest.approx(numeric, abs=1e-7), (path, index)
+        checked += 1
+    assert checked >= 30
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_float32_parameters_give_the_float64_gradient_to_float32_precision(name):
+    p = _model(name, blocks_of(CLUSTER, 4))
+    r = bm.full(blocks_of(CLUSTER, 4), _width(p))
+    exact, single = (
+        bm.batch_gradient(_as(p, dtype), blocks_of(CLUSTER, 4), TOKENS, r)
+        for dtype in (np.float64, np.float32)
+    )
+    assert single[0] == pytest.approx(exact[0], rel=1e-5)
+    for (_, mine), (_, theirs) in zip(array_leaves(single[1]), array_leaves(exact[1]), strict=True):
+        assert mine.dtype == np.float32
+        np.testing.assert_allclose(
+            mine, theirs, atol=2e-5 * max(1.0, np.abs(theirs).max(initial=0))
+        )
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_a_sub_model_is_the_model_restricted_to_its_states(name):
+    """State dropout's sub-model: prior, transition rows renormalised over the kept states;
+    each kept state keeps its emissions."""
+    blocks = blocks_of(CLUSTER, 4)
+    p = _model(name, blocks)
+    kept = np.array([[0, 3], [1, 2], [2, 3]])
+    r = bm.restriction(blocks, kept, _width(p))
+    keep = np.array([0, 3, 5, 6, 10, 11])
+    np.testing.assert_array_equal(r.states, keep)
+    prior = softmax_rows(p.prior[keep])
+    T = toarray(unblocked_transition(p.transition))[np.ix_(keep, keep)]
+    E = _unblocked(p, blocks)[1][keep]
+    expected = evidence.log_evidence(prior, T / T.sum(axis=1, keepdims=True), E, TOKENS)
+    assert bm.batch_gradient(p, blocks, TOKENS, r)[0] == pytest.approx(expected, abs=1e-10)
+
+
+def test_the_emission_matrix_is_zero_outside_each_states_cluster():
+    p = _model("softmax")
+    E = bm.emission_matrix(bm.emission_probabilities(p.emission, BLOCKS), BLOCKS)
+    np.testing.assert_allclose(E.sum(axis=1), 1.0)
+    rows, columns = E.nonzero()
+    np.testing.assert_array_equal(CLUSTER[columns], rows // 2)
+    assert E.nnz == 2 * 7  # every state over every word of its cluster
