@@ -17,6 +17,8 @@ import pytest
 import xarray as xr
 import yaml
 
+from pipeline.results.methods import MEASURED
+
 SECRET = "pipeline-test-secret-5b0d"
 """A password in the SSH entry and a token in the sweep's environment: no store may hold it."""
 
@@ -127,21 +129,17 @@ def assert_no_secrets(store: Path) -> None:
                 assert secret not in data, (path, secret)
 
 
-TIMING = {"repeats", "speedup", "build_time_model", "build_time_approx", "gamma_time"}
-
-
 def assert_same_results(path: Path, reference: Path, rtol: float = 0.0) -> None:
     """Every variable of the store at ``path`` equals the reference's (within ``rtol`` for
-    floats), timings aside: those only need a value wherever a cell exists."""
+    floats), measurements of the run (``MEASURED``: clocks, memory) aside."""
     store, expected = xr.open_zarr(path).load(), xr.open_zarr(reference).load()
     assert set(store.data_vars) == set(expected.data_vars)
     assert int(store.done.sum()) == int(expected.in_grid.sum()) * 4 and not store.failed.any()
-    timing = TIMING | {name for name in expected.data_vars if name.startswith("runtime_")}
-    for name in sorted(set(expected.data_vars) - timing):
+    for name in sorted(set(expected.data_vars) - MEASURED):
         actual, wanted = store[name].values, expected[name].values
         if rtol and actual.dtype.kind == "f":
             np.testing.assert_allclose(actual, wanted, rtol=rtol, atol=0, err_msg=name)
         else:
             np.testing.assert_array_equal(actual, wanted, err_msg=name)
-    for name in timing:
+    for name in MEASURED:
         assert bool(np.isfinite(store[name].where(store.in_grid, 0)).all()), name

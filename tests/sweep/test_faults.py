@@ -12,6 +12,7 @@ import xarray as xr
 from distributed import Client
 
 from pipeline.results import damage
+from pipeline.results.methods import MEASURED
 
 from helpers import (
     TINY,
@@ -105,12 +106,10 @@ def test_a_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
 
     expected = xr.open_zarr(tmp_path / "whole.zarr").load()
     resumed = xr.open_zarr(store).load()
-    timing = {name for name in expected.data_vars if name.startswith("runtime_")}
-    timing |= {"speedup", "repeats", "build_time_model", "build_time_approx", "gamma_time"}
     assert set(resumed.data_vars) == set(expected.data_vars)
-    for name in sorted(set(expected.data_vars) - timing):
+    for name in sorted(set(expected.data_vars) - MEASURED):
         np.testing.assert_array_equal(resumed[name].values, expected[name].values, err_msg=name)
-    for name in timing:
+    for name in MEASURED:
         assert bool(np.isfinite(resumed[name].where(resumed.in_grid, 0)).all()), name
 
 
@@ -155,8 +154,7 @@ def test_a_damaged_store_is_named_and_the_rerun_recomputes_only_its_cells(smoke,
         again.stderr
     )
     expected, repaired = xr.open_zarr(smoke[0]).load(), xr.open_zarr(store).load()
-    timing = ("runtime_", "speedup", "repeats", "build_time", "gamma_time")
-    for name in [n for n in expected.data_vars if not n.startswith(timing)]:
+    for name in [n for n in expected.data_vars if n not in MEASURED]:
         np.testing.assert_array_equal(repaired[name].values, expected[name].values, err_msg=name)
 
 
