@@ -199,8 +199,10 @@ def _memory_lines(ds: xr.Dataset) -> list[str]:
         "keeps and a worker's own 0.4 GiB) and refuses a grid whose largest cell cannot fit "
         "a worker. Beside it, the "
         "largest peak resident memory a worker process measured while running the cell "
-        "(Linux's VmHWM, reset as the cell starts; it includes whatever ran beside the cell "
-        "on the same worker).",
+        "(Linux's VmHWM, reset as the cell starts). That peak is the whole worker's: a worker "
+        "holding several models (one worker with the machine, `cluster=machine`) counts them "
+        "all, so a small cell's peak says what its worker held, and the cell that fits or not "
+        "is the largest; `python benchmarks/cell_memory.py` measures cells one process each.",
         "",
         table,
         "",

@@ -34,6 +34,7 @@ from pipeline.metrics import (
 from pipeline.models import HMM, build_model
 from pipeline.operators import entries_at, step_work, stored_entries
 from pipeline.sampling import sample
+from pipeline.sweep.kinds.methods import resident
 
 SAMPLING_STREAM = 0x5EED
 """Mixed into the seed of the observation sampler, apart from the model's own draws."""
@@ -373,25 +374,6 @@ def _impossible(hmm: HMM, exact: Reference) -> float:
     return float(np.mean(kept == 0))
 
 
-def _reset_resident_peak() -> bool:
-    """Reset this process's peak resident memory (Linux: ``VmHWM``); whether it could."""
-    try:
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-    except OSError:
-        return False
-    return True
-
-
-def _resident_peak() -> float:
-    """This process's peak resident memory in bytes since the last reset (NaN: unknown)."""
-    with contextlib.suppress(OSError), open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return float(line.split()[1]) * 1024
-    return np.nan
-
-
 def run_cell(
     model: Model,
     built: Built,
@@ -414,7 +396,7 @@ def run_cell(
     (``_accuracy``), the timing pass each side alone (``_timed_runs``). The worker's peak
     resident memory while the cell runs is stored beside its ``estimate`` (bytes, NaN: none).
     """
-    measured = _reset_resident_peak()
+    measured = resident.reset_peak()
     approximation = built.approximation
     accuracy = _accuracy(model, approximation, exact, timing)
     exact_runs, approx_runs = _timed_runs(model, approximation, exact, timing)
@@ -457,7 +439,7 @@ def run_cell(
         mixed.seconds,
         mixed.doeblin,
         float(mixed.exact),
-        _resident_peak() if measured else np.nan,
+        resident.peak() if measured else np.nan,
         estimate,
     ]
     return CellResult(np.array(series), np.array(scalars, dtype=np.float64))
