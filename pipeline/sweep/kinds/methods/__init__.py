@@ -123,16 +123,20 @@ def check_memory(cfg, grid: MethodsGrid, limit: int) -> None:
     if worst is None or worst[0].total <= limit:
         return
     found, family, n, method, setting = worst
-    machine = parse_memory_limit("auto", 1, 1, logger=None) / 2**30
+    machine = parse_memory_limit("auto", 1, 1, logger=None)
+    here = (
+        f"give one worker this machine's {machine / 2**30:.1f} GiB (cluster=machine), "
+        if limit < found.total <= machine
+        else ""
+    )
     raise ConfigError(
         "grid.n_states",
         f"the cell family={family}, n_states={n}, method={method}, setting={setting:g} needs "
         f"about {_gib(found.total)} GiB (model {_gib(found.model)}, approximation "
         f"{_gib(found.approximation)}, beliefs {_gib(found.beliefs)}, the worker itself "
-        f"{_gib(memory.WORKER_BYTES)}), more than a "
-        f"worker's {limit / 2**30:.2f} GiB; allowed: cells that fit a worker: give one worker "
-        f"this machine's {machine:.1f} GiB (cluster=machine), use a cluster entry with more "
-        "memory per worker, or fewer states",
+        f"{_gib(memory.WORKER_BYTES)}), more than a worker's {limit / 2**30:.2f} GiB; "
+        f"allowed: cells that fit a worker: {here}use a cluster entry with more memory per "
+        "worker, or fewer states",
     )
 
 
