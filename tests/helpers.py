@@ -16,6 +16,7 @@ import zarr
 from pipeline.methods.base import TOLERANCE
 from pipeline.models import HMM
 from pipeline.operators import LowRank, SparsePlusRankOne, entry_rows
+from pipeline.results.methods import MEASURED
 from pipeline.sweep.config import compose
 
 # --- random models -------------------------------------------------------------------------
@@ -165,6 +166,17 @@ def finite_difference_errors(log_evidence, p, gradient, samples: int, h: float =
 
 
 # --- configs -------------------------------------------------------------------------------
+
+
+def assert_same_values(actual, expected, rtol: float = 0.0) -> None:
+    """Every variable of the Dataset ``expected`` equals ``actual``'s (within ``rtol`` for
+    floats), the measurements of a run (``MEASURED``: clocks, memory) aside."""
+    for name in sorted(set(expected.data_vars) - MEASURED):
+        got, wanted = actual[name].values, expected[name].values
+        if rtol and got.dtype.kind == "f":
+            np.testing.assert_allclose(got, wanted, rtol=rtol, atol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got, wanted, err_msg=name)
 
 
 def composed(*overrides):

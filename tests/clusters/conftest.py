@@ -19,6 +19,8 @@ import yaml
 
 from pipeline.results.methods import MEASURED
 
+from helpers import assert_same_values
+
 SECRET = "pipeline-test-secret-5b0d"
 """A password in the SSH entry and a token in the sweep's environment: no store may hold it."""
 
@@ -135,11 +137,6 @@ def assert_same_results(path: Path, reference: Path, rtol: float = 0.0) -> None:
     store, expected = xr.open_zarr(path).load(), xr.open_zarr(reference).load()
     assert set(store.data_vars) == set(expected.data_vars)
     assert int(store.done.sum()) == int(expected.in_grid.sum()) * 4 and not store.failed.any()
-    for name in sorted(set(expected.data_vars) - MEASURED):
-        actual, wanted = store[name].values, expected[name].values
-        if rtol and actual.dtype.kind == "f":
-            np.testing.assert_allclose(actual, wanted, rtol=rtol, atol=0, err_msg=name)
-        else:
-            np.testing.assert_array_equal(actual, wanted, err_msg=name)
+    assert_same_values(store, expected, rtol)
     for name in MEASURED:
         assert bool(np.isfinite(store[name].where(store.in_grid, 0)).all()), name

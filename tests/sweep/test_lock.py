@@ -31,12 +31,18 @@ def _try(store, barrier, results):
         barrier.wait()
 
 
-def test_a_second_writer_is_refused_in_one_line_naming_the_holder(tmp_path):
-    store = tmp_path / "r.zarr"
+def _holder(store):
+    """A process holding ``store``'s lock, and the event that lets it go."""
     held, release = FORK.Event(), FORK.Event()
     holder = FORK.Process(target=_hold, args=(store, held, release))
     holder.start()
     assert held.wait(30)
+    return holder, release
+
+
+def test_a_second_writer_is_refused_in_one_line_naming_the_holder(tmp_path):
+    store = tmp_path / "r.zarr"
+    holder, release = _holder(store)
     with pytest.raises(ConfigError) as refused:
         StoreLock(store).acquire()
     message = str(refused.value)
@@ -74,10 +80,7 @@ def test_two_writers_started_together_twenty_times_exactly_one_holds(tmp_path):
 
 def test_a_killed_holders_lock_is_taken_over(tmp_path):
     store = tmp_path / "r.zarr"
-    held, release = FORK.Event(), FORK.Event()
-    holder = FORK.Process(target=_hold, args=(store, held, release))
-    holder.start()
-    assert held.wait(30)
+    holder, _ = _holder(store)
     os.kill(holder.pid, signal.SIGKILL)
     holder.join(30)
     assert lock_path(store).is_file()  # left behind, naming a dead holder
