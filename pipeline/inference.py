@@ -39,7 +39,8 @@ class FilterResult(NamedTuple):
         ``beliefs[t] = P(S_t | o_0..o_t)`` (the prediction ``P(S_t)`` where no
         symbol was observed up to ``t``); with pruning, the pruned belief. A batch's is a
         view of the state-major history the recursion writes, ``(T, n_states, B)`` in
-        memory, not a copy: ``np.ascontiguousarray`` makes one where needed.
+        memory, not a copy: ``np.ascontiguousarray`` makes one where needed. With
+        ``history=False``, only the last step: shape (1, n_states), or (B, 1, n_states).
     log_evidence : float, or ndarray of shape (B,)
         ``log P(o_0..o_{T-1})`` over the observed steps; ``-inf`` when some
         observation had zero probability.
@@ -60,7 +61,7 @@ class FilterResult(NamedTuple):
     pruned: np.ndarray
 
 
-def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0) -> np.ndarray:
+def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0, history=True) -> np.ndarray:
     """State distributions ``P(S_t)`` for ``t = 0..horizon`` without observations.
 
     Parameters
@@ -72,12 +73,15 @@ def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0) -> np.ndarray:
         block (a matrix-matrix product per step), not one distribution at a time.
     prune : float in (0, 1]
         Keep the top-``prune`` states of every belief (``filtering``); 1 keeps all.
+    history : bool
+        False: return only the last step (``filtering``).
 
     Returns
     -------
     ndarray, shape (horizon + 1, n_states), or (B, horizon + 1, n_states)
         Row ``t`` is ``initial @ T^t`` (without pruning); a batch's is a view of the
-        state-major history (``FilterResult.beliefs``).
+        state-major history (``FilterResult.beliefs``). With ``history=False`` the time
+        axis holds the last step only (length 1).
     """
     if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 0:
         raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
@@ -86,12 +90,11 @@ def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0) -> np.ndarray:
     rows = np.empty(int(horizon) + 1, dtype=np.int64)
     rows.fill(-1)  # nothing observed: no likelihoods
     nothing = np.empty((0, hmm.n_states))
-    if initial.ndim == 1:
-        return _forward(hmm, initial, nothing, rows, target).beliefs
-    return _forward_block(hmm, initial, nothing, rows, target).beliefs
+    forward_ = _forward if initial.ndim == 1 else _forward_block
+    return forward_(hmm, initial, nothing, rows, target, _kept(history)).beliefs
 
 
-def filtering(hmm: HMM, observations, *, initial=None, prune=1.0) -> FilterResult:
+def filtering(hmm: HMM, observations, *, initial=None, prune=1.0, history=True) -> FilterResult:
     """The forward algorithm: filtered beliefs ``P(S_t | o_0..o_t)`` and the evidence.
 
     Parameters
@@ -108,6 +111,11 @@ def filtering(hmm: HMM, observations, *, initial=None, prune=1.0) -> FilterResul
         Belief pruning: after conditioning, each step's belief keeps its top-p
         states (Algorithm 1 on the belief) with ``p = prune`` and is
         renormalised; 1 (the default) keeps every state, exact inference.
+    history : bool
+        True (the default): ``beliefs`` holds every step. False: only the last step's
+        belief is kept and returned (time axis of length 1), in memory of two steps: a
+        caller who needs the final belief, the evidence and the per-step ``pruned`` and
+        ``elapsed`` does not pay for writing (and the memory of) a ``T x n_states`` history.
 
     Returns
     -------
@@ -116,10 +124,18 @@ def filtering(hmm: HMM, observations, *, initial=None, prune=1.0) -> FilterResul
     target = mass_target(prune, "prune")
     observations = _validate_observations(observations, hmm.n_observations)
     initial = _validate_initial(hmm, initial)
+    kept = _kept(history)
     likelihoods, rows = _likelihoods(hmm.emission, observations)
     if observations.ndim == 1 and initial.ndim == 1:
-        return _forward(hmm, initial, likelihoods, rows, target)
-    return _forward_block(hmm, initial, likelihoods, rows, target)
+        return _forward(hmm, initial, likelihoods, rows, target, kept)
+    return _forward_block(hmm, initial, likelihoods, rows, target, kept)
+
+
+def _kept(history) -> int | None:
+    """The steps a run keeps: all (None) or the last two (the step and the one before)."""
+    if not isinstance(history, bool | np.bool_):
+        raise ValueError(f"history must be True or False, got {history!r}")
+    return None if history else 2
 
 
 class Chunk(NamedTuple):
@@ -193,9 +209,9 @@ def filtering_chunks(hmm: HMM, observations, *, chunk: int, prune=1.0) -> Iterat
         previous = beliefs[-1]
 
 
-def _forward(hmm: HMM, initial, likelihoods, rows, target: float) -> FilterResult:
+def _forward(hmm: HMM, initial, likelihoods, rows, target: float, kept=None) -> FilterResult:
     steps, n = rows.size, hmm.n_states
-    beliefs = _touched((steps, n))
+    beliefs = _touched((min(steps, kept or steps), n))
     elapsed, pruned = np.empty(steps), np.empty(steps)
     zero = np.zeros(steps, dtype=bool)
     log_evidence = forward.forward(
@@ -213,16 +229,18 @@ def _forward(hmm: HMM, initial, likelihoods, rows, target: float) -> FilterResul
         0.0,
     )
     zero = np.flatnonzero(zero) if log_evidence == -np.inf else np.empty(0, np.intp)
+    if kept:
+        beliefs = beliefs[(steps - 1) % beliefs.shape[0]][None]
     return FilterResult(beliefs, float(log_evidence), zero, elapsed, pruned)
 
 
-def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float) -> FilterResult:
+def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float, kept=None) -> FilterResult:
     """A batch: the kernels work on state-major blocks (n, B) so a step is one product."""
     size = max(rows.shape[0] if rows.ndim == 2 else 1, initial.shape[0] if initial.ndim == 2 else 1)
     rows = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(rows), (size, rows.shape[-1])))
     block = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(initial), (size, hmm.n_states)).T)
     steps = rows.shape[1]
-    beliefs = _touched((steps, hmm.n_states, size))
+    beliefs = _touched((min(steps, kept or steps), hmm.n_states, size))
     elapsed = np.empty(steps)
     zero = np.zeros((size, steps), dtype=bool)
     pruned = np.zeros((size, steps))
@@ -239,6 +257,8 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float) -> Filte
         pruned,
         log_evidence,
     )
+    if kept:
+        beliefs = beliefs[(steps - 1) % beliefs.shape[0]][None]
     return FilterResult(
         beliefs.transpose(2, 0, 1),  # a view: copying it would cost more than the steps
         log_evidence,

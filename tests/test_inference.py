@@ -142,6 +142,29 @@ def test_a_batch_equals_its_members(backend):
         np.testing.assert_allclose(predicted[b], predict(hmm, 9, initial=initial[b]), atol=1e-15)
 
 
+@pytest.mark.parametrize("steps", [1, 2, 7])
+@pytest.mark.parametrize("prune", [1.0, 0.8])
+def test_history_false_keeps_the_last_step_of_the_whole_history(steps, prune):
+    hmm = as_sparse(random_hmm(3, 25, 4, zeros=0.3))
+    rng = np.random.default_rng(2)
+    initial = rng.dirichlet(np.ones(25), size=5)
+    observations = rng.integers(-1, 4, size=(5, steps))
+    for obs, init in ((observations, initial), (observations[0], initial[0])):
+        whole = filtering(hmm, obs, initial=init, prune=prune)
+        last = filtering(hmm, obs, initial=init, prune=prune, history=False)
+        assert last.beliefs.shape == whole.beliefs[..., -1:, :].shape
+        assert np.array_equal(last.beliefs, whole.beliefs[..., -1:, :])  # to the last bit
+        np.testing.assert_array_equal(last.log_evidence, whole.log_evidence)
+        np.testing.assert_array_equal(last.pruned, whole.pruned)
+        assert last.elapsed.shape == (steps,)
+        predicted = predict(hmm, steps - 1, initial=init, prune=prune, history=False)
+        assert np.array_equal(
+            predicted, predict(hmm, steps - 1, initial=init, prune=prune)[..., -1:, :]
+        )
+    with pytest.raises(ValueError, match="history must be True or False, got 'last'"):
+        filtering(hmm, observations, history="last")
+
+
 def test_batches_broadcast_and_report_zero_evidence_per_member():
     top = topp_hmm(build_model("uniform", 10), 0.5)  # symbols 5..9 impossible
     sequences = np.array([[3, 7, -1], [1, 2, 3], [8, -1, 9]])

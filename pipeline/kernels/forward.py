@@ -565,6 +565,25 @@ def _condition(belief, likelihood):
 
 
 @numba.njit(**JIT)
+def _condition_block(block, likelihoods, rows, evidence):
+    """``_condition`` of every member ``b`` of a state-major block (n, B) observed at this
+    step (``rows[b] >= 0``), reading the block row by row: the same numbers to the last bit
+    as ``_condition`` of each column (each sum runs over the states in the same order),
+    without reading a column of B-strided values per member. ``evidence`` (B,) is output.
+    """
+    n, size = block.shape
+    evidence[:] = 0.0
+    for i in range(n):
+        for b in range(size):
+            if rows[b] >= 0:
+                evidence[b] += block[i, b] * likelihoods[rows[b], i]
+    for i in range(n):
+        for b in range(size):
+            if rows[b] >= 0 and evidence[b] > 0.0:
+                block[i, b] = block[i, b] * likelihoods[rows[b], i] / evidence[b]
+
+
+@numba.njit(**JIT)
 def forward(
     layout,
     initial,
@@ -645,31 +664,31 @@ def forward_block(
 ):
     """``forward`` for B sequences at once: one block product per step.
 
-    ``initial`` (n, B), ``rows`` (B, T), ``beliefs`` (T, n, B), ``zero`` (B, T),
+    ``initial`` (n, B), ``rows`` (B, T), ``beliefs`` (H, n, B), ``zero`` (B, T),
     ``pruned`` (B, T) and ``log_evidence`` (B,) are state-major blocks;
-    ``elapsed`` (T,) is shared.
+    ``elapsed`` (T,) is shared. Step t's block is ``beliefs[t % H]``, as in ``forward``.
     """
     clock = np.zeros(2, np.int64)
     start = monotonic(clock)
-    n, size = initial.shape
+    (n, size), history = initial.shape, beliefs.shape[0]
     work, mark, member = np.empty(n, np.int64), np.zeros(n, np.bool_), np.empty(n)
+    evidence = np.empty(size)
     for t in range(elapsed.size):
-        block = beliefs[t]
+        block = beliefs[t % history]
         if t == 0:
             block[:, :] = initial
         else:
-            advance_block(layout, beliefs[t - 1], block)
+            advance_block(layout, beliefs[(t - 1) % history], block)
+        _condition_block(block, likelihoods, rows[:, t], evidence)
         for b in range(size):
-            if rows[b, t] < 0 and prune_target > 1.0:
-                continue
-            member[:] = block[:, b]
             if rows[b, t] >= 0:
-                evidence = _condition(member, likelihoods[rows[b, t]])
-                if evidence > 0.0:
-                    log_evidence[b] += np.log(evidence)
+                if evidence[b] > 0.0:
+                    log_evidence[b] += np.log(evidence[b])
                 else:
                     zero[b, t] = True
                     log_evidence[b] = -np.inf
-            pruned[b, t] = prune(member, prune_target, work, mark)
-            block[:, b] = member
+            if prune_target <= 1.0:  # pruning sorts each member: one column at a time
+                member[:] = block[:, b]
+                pruned[b, t] = prune(member, prune_target, work, mark)
+                block[:, b] = member
         elapsed[t] = monotonic(clock) - start
