@@ -265,6 +265,23 @@ class TestKernel:
             np.linalg.matrix_rank(toarray(build_model("kernel", n, n_features=4).transition)) == 4
         )
 
+    def test_features_in_blocks_are_the_whole_arrays_features(self):
+        """Past one block of rows (the last block partial), the features are the formula's on
+        whole arrays: phi(U) normalised per row, phi(V) by one overall maximum."""
+        from pipeline.models.kernel import BLOCK_ROWS, features
+
+        n, dim, F = BLOCK_ROWS + 37, 3, 5
+        phi_u, phi_v = features(np.random.default_rng(7), n, dim, F, 0.5)
+        rng = np.random.default_rng(7)
+        U, V = (rng.standard_normal((n, dim)) / np.sqrt(np.sqrt(dim) * 0.5) for _ in range(2))
+        W = rng.standard_normal((F, dim))
+        logits_u = U @ W.T - 0.5 * np.sum(U**2, axis=1, keepdims=True)
+        logits_v = V @ W.T - 0.5 * np.sum(V**2, axis=1, keepdims=True)
+        expected_u = np.exp(logits_u - logits_u.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(phi_u, expected_u, rtol=1e-13)
+        np.testing.assert_allclose(phi_v, np.exp(logits_v - logits_v.max()), rtol=1e-13)
+        assert phi_v.max() == 1.0 and (phi_u.max(axis=1) == 1.0).all()
+
     def test_band_holds_its_mass_and_the_kernel_the_rest(self):
         n, delta = 40, 3
         banded = toarray(
