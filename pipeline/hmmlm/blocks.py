@@ -33,7 +33,6 @@ from pipeline.hmmlm.parameters import (
     Kernel,
     Parameters,
     Softmax,
-    features,
     softmax_in_place,
     softmax_rows,
 )
@@ -185,7 +184,7 @@ def emission_matrix(probabilities: np.ndarray, blocks: Blocks) -> sp.csr_array:
 class KernelBlocks(NamedTuple):
     """A kernel's low-rank blocks and what its gradient reuses."""
 
-    T: blocked.LowRankBlocks  # L = diag(1/z) phi(U), R = phi(V), both over shifts
+    T: blocked.LowRankBlocks  # L = diag(1/z) phi(U), R = phi(V), over scales (_exp_balanced)
     z: np.ndarray  # (n,) row normalisers at those shifts
     band: np.ndarray  # (nnz,) T at the band's entries
 
@@ -193,18 +192,55 @@ class KernelBlocks(NamedTuple):
 def kernel_blocks(t: Kernel, r: Restriction, work: Workspace | None = None) -> KernelBlocks:
     """``T = L R^T + S`` of a sub-model's kernel (``t.band`` its entries' logits)."""
     shape = (len(t.U), len(t.W))
-    L, shift_u = features(t.U, t.W, scratch(work, "L", shape, t.U.dtype))
-    R, shift_v = features(t.V, t.W, scratch(work, "R", shape, t.V.dtype))
-    R *= np.exp(shift_v - shift_v.max()).astype(R.dtype)[:, None]
+    L = np.matmul(t.U, t.W.T, out=scratch(work, "L", shape, t.U.dtype))
+    R = np.matmul(t.V, t.W.T, out=scratch(work, "R", shape, t.V.dtype))
+    shift = _exp_balanced(L, R, _half_square(t.U), _half_square(t.V)).astype(L.dtype)
     z = L @ R.sum(axis=0)
     rows = entry_rows(r.indptr)
-    raw = np.exp(t.band - shift_u[rows] - shift_v.max())
+    raw = np.exp(t.band - shift[rows])
     product = np.einsum("kf,kf->k", L[rows], R[r.indices])
     if rows.size:
         z += np.bincount(rows, weights=raw - product, minlength=len(L)).astype(z.dtype)
     L /= z[:, None]
     T = blocked.LowRankBlocks(L, R, r.indptr, r.indices, (raw - product) / z[rows])
     return KernelBlocks(T, z, raw / z[rows])
+
+
+def _half_square(E: np.ndarray) -> np.ndarray:
+    """``|e|^2 / 2`` of each row of ``E`` (m,), summed in float64."""
+    return 0.5 * np.sum(E.astype(np.float64) ** 2, axis=1)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _exp_balanced(L, R, half_u, half_v):
+    """The kernel's features from their logits, in place, at scales that keep float32 in range.
+
+    ``R[j, f] = exp(b_jf - m_f)`` with ``b_jf = R[j, f] - half_v[j]`` (log phi(v_j)_f) and
+    ``m_f`` the largest ``b_jf`` of feature f, so every column of ``R`` peaks at 1 (its sum
+    is at least 1); ``L[i, f] = exp(a_if + m_f - s_i)`` with ``a_if = L[i, f] - half_u[i]``
+    and ``s_i`` the row's largest ``a_if + m_f``, so every row of ``L`` peaks at 1. Then
+    ``L R^T = diag(exp(-s)) phi(U) phi(V)^T``: the kernel over one scale per row, which the
+    row normalisers ``z_i >= 1`` cancel. (One overall scale for ``R`` instead let ``1 / z``
+    grow past float32's range as training spread the features' scales: seen at 2^15 states,
+    4096 features.) Returns ``s`` (m,).
+    """
+    n, F = R.shape
+    top = np.full(F, -np.inf)
+    for j in range(n):
+        for f in range(F):
+            top[f] = max(top[f], R[j, f] - half_v[j])
+    for j in range(n):
+        for f in range(F):
+            R[j, f] = np.exp(R[j, f] - half_v[j] - top[f])
+    shift = np.empty(L.shape[0])
+    for i in range(L.shape[0]):
+        high = -np.inf
+        for f in range(F):
+            high = max(high, L[i, f] - half_u[i] + top[f])
+        for f in range(F):
+            L[i, f] = np.exp(L[i, f] - half_u[i] + top[f] - high)
+        shift[i] = high
+    return shift
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)

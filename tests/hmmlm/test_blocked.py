@@ -140,3 +140,22 @@ def test_the_emission_matrix_is_zero_outside_each_states_cluster():
     rows, columns = E.nonzero()
     np.testing.assert_array_equal(CLUSTER[columns], rows // 2)
     assert E.nnz == 2 * 7  # every state over every word of its cluster
+
+
+def test_float32_kernels_stay_in_range_where_their_features_scales_spread_past_it():
+    """Embeddings and features scaled until phi's values span far more than float32's range
+    (e^88): the blocked float32 recursion and gradient stay finite and give the float64
+    unblocked model's evidence to float32 precision."""
+    blocks = blocks_of(CLUSTER, 4)
+    p = _model("kernel", blocks)
+    t = p.transition
+    p = p._replace(transition=t._replace(U=12 * t.U, V=12 * t.V, W=6 * t.W))
+    logits = p.transition.V @ p.transition.W.T - 0.5 * (p.transition.V**2).sum(1)[:, None]
+    assert np.ptp(logits) > 150  # exp of this spread is no float32
+    E = _unblocked(p, blocks)[1]
+    prior, T = softmax_rows(p.prior), unblocked_transition(p.transition)
+    expected = evidence.statistics(prior, T, E, TOKENS).log_evidence
+    single = _as(p, np.float32)
+    log_evidence, grad = bm.batch_gradient(single, blocks, TOKENS, bm.full(blocks, _width(p)))
+    assert log_evidence == pytest.approx(expected, rel=1e-5)
+    assert all(np.isfinite(leaf).all() for _, leaf in array_leaves(grad))
