@@ -37,8 +37,7 @@ above this many states (5000) the sweep uses the Doeblin lower bound."""
 
 BLOCK_ROWS = 2**16
 """Rows of the features computed at a time: a build holds ``phi(U)``, ``phi(V)`` and the
-embeddings, never an (n, F) temporary beside them (10^7 states, F = 64: 10 GiB of features
-and 2.4 GiB of embeddings at the peak, instead of about 25 GiB)."""
+embeddings, never an (n, F) temporary beside them."""
 
 
 def features(rng: np.random.Generator, n: int, dim: int, n_features: int, temperature: float):
