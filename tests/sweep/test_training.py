@@ -14,7 +14,8 @@ from pipeline.models import build_model
 from pipeline.operators import LowRank, toarray
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds import training, validate
-from pipeline.sweep.kinds.training import TrainingCell, model_file, train_cell
+from pipeline.sweep.kinds.training.grid import TrainingCell
+from pipeline.sweep.kinds.training.tasks import model_file, train_cell
 
 from helpers import composed, sweep
 

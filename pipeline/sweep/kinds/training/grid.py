@@ -1,0 +1,76 @@
+"""The cells of a training sweep: ``(n_states, parameterisation, seed)`` and what every
+cell of a config's ``training`` section shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from omegaconf import OmegaConf
+
+from pipeline.results import training as results
+from pipeline.sweep.kinds.base import Grid
+
+DEFAULT_MAX_EPOCHS = 20
+"""``max_epochs`` when neither it nor ``epochs`` is set."""
+
+
+class TrainingCell(NamedTuple):
+    n_states: int
+    parameterisation: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class TrainingGrid(Grid):
+    """The cells of a validated config's ``training`` section and what every cell shares."""
+
+    n_states: tuple[int, ...]
+    parameterisations: tuple[str, ...]
+    seeds: tuple[int, ...]
+    settings: dict
+    """Every other key of ``training`` (max_epochs resolved, batch, length, ...)."""
+
+    Cell = TrainingCell
+
+    def axes(self) -> dict[str, tuple]:
+        return {
+            "n_states": self.n_states,
+            "parameterisation": self.parameterisations,
+            "seed": self.seeds,
+            "epoch": tuple(range(self.settings["max_epochs"] + 1)),
+            "baseline": results.BASELINES,
+        }
+
+    def cells(self) -> list[TrainingCell]:
+        """Every cell, largest models first (they take longest); the softmax only up to
+        ``softmax_max_states``."""
+        return [
+            TrainingCell(n, name, seed)
+            for n in reversed(self.n_states)
+            for name in self.parameterisations
+            for seed in self.seeds
+            if name != "softmax" or n <= self.settings["softmax_max_states"]
+        ]
+
+    def identity(self) -> dict:
+        return {
+            "kind": results.SCHEMA.name,
+            "n_states": self.n_states,
+            "parameterisations": self.parameterisations,
+            "seeds": self.seeds,
+            **self.settings,
+        }
+
+
+def grid(cfg) -> TrainingGrid:
+    """The grid of a validated config."""
+    training = OmegaConf.to_container(cfg.training, resolve=True)
+    epochs = training.pop("epochs")
+    training["max_epochs"] = training["max_epochs"] or epochs or DEFAULT_MAX_EPOCHS
+    return TrainingGrid(
+        n_states=tuple(sorted(training.pop("n_states"))),
+        parameterisations=tuple(training.pop("parameterisations")),
+        seeds=tuple(sorted(training.pop("seeds"))),
+        settings=training,
+    )
