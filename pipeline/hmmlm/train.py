@@ -5,10 +5,14 @@ a batch of chunks divided by its tokens: the same optimiser for every parameteri
 so epochs compare like with like. After every epoch the validation perplexity is
 measured; after ``patience`` epochs in a row without a better one (or ``max_epochs`` in
 all) training stops, and the result is the model of the best validation epoch. The
-learning rate stays constant: halving it whenever validation does not improve (tried)
-stalls training on plateaus that a constant rate leaves (``tests/hmmlm``: a sticky
+learning rate stays constant by default: halving it whenever validation does not improve
+(tried) stalls training on plateaus that a constant rate leaves (``tests/hmmlm``: a sticky
 4-state HMM whose 15-epoch perplexity stays at 5.48-5.50 with halving, 5.00 at a
-constant rate, 4.90 for the true model).
+constant rate, 4.90 for the true model). Large kernel models diverge at a rate that
+serves their first epoch (2^15 states, 4096 features, rate 0.05: validation perplexity
+459, then 1552 and 3406), so a schedule may ``decay``: after an epoch without a better
+validation perplexity the best epoch's parameters come back, Adam restarts and the rate
+is multiplied by ``decay``.
 
 A blocked model (``blocks`` given, ``pipeline.hmmlm.blocks``) may train with state
 dropout: each batch keeps a random ``1 - state_dropout`` of every cluster's states (at
@@ -57,12 +61,15 @@ class Trained(NamedTuple):
 
 class Schedule(NamedTuple):
     """How long and how fast: at most ``max_epochs``; stop after ``patience`` epochs in a
-    row without a better validation perplexity (None: never early); a constant rate."""
+    row without a better validation perplexity (None: never early); the rate, multiplied by
+    ``decay`` (and the best epoch's parameters restored) after each such epoch (1: a
+    constant rate)."""
 
     max_epochs: int
     patience: int | None = None
     batch: int = 32
     learning_rate: float = 0.05
+    decay: float = 1.0
 
 
 def _leaves(tree) -> list[np.ndarray]:
@@ -134,7 +141,7 @@ def train(
     leaves = _leaves(p)
     first, second = [np.zeros_like(x) for x in leaves], [np.zeros_like(x) for x in leaves]
     work = Workspace()
-    step, stale = 0, 0
+    step, stale, rate = 0, 0, schedule.learning_rate
     curve, seconds = [perplexity(p, validation, blocks)], []
     best, best_epoch = [x.copy() for x in leaves], 0
     while len(seconds) < schedule.max_epochs:
@@ -146,7 +153,7 @@ def train(
             step += 1
             for x, g, m, v in zip(leaves, grads, first, second, strict=True):
                 corrected = (1 - 0.9**step, 1 - 0.999**step)
-                _adam(x.ravel(), g.ravel(), m.ravel(), v.ravel(), schedule.learning_rate,
+                _adam(x.ravel(), g.ravel(), m.ravel(), v.ravel(), rate,
                       1.0 / tokens.size, 0.9, 0.999, *corrected)  # fmt: skip
         seconds.append(time.perf_counter() - start)
         curve.append(perplexity(p, validation, blocks))
@@ -156,5 +163,9 @@ def train(
             stale += 1
             if schedule.patience is not None and stale >= schedule.patience:
                 break
+            if schedule.decay < 1:  # back to the best epoch, more slowly
+                for x, b, m, v in zip(leaves, best, first, second, strict=True):
+                    x[...], m[...], v[...] = b, 0, 0
+                step, rate = 0, rate * schedule.decay
     held = 4 * sum(x.nbytes for x in leaves) + work.nbytes  # x, m, v and the best copy
     return Trained(_rebuild(p, best), np.array(curve), np.array(seconds), best_epoch, held)

@@ -76,10 +76,9 @@ def test_the_kernel_matrix_is_the_generalised_softmax_with_its_band():
     np.testing.assert_allclose(toarray(T), weights / weights.sum(axis=1, keepdims=True))
 
 
-@pytest.mark.parametrize("name", ["softmax", "banded_kernel"])
-def test_training_approaches_the_model_that_made_the_data(name):
-    """Tokens sampled from a sticky 4-state HMM over 6 words: training from a random start
-    brings the held-out perplexity from about 6 (uniform) most of the way to the truth's."""
+def _sticky():
+    """240 chunks of 24 tokens sampled from a sticky 4-state HMM over 6 words, and its
+    transition and emission matrices."""
     rng = np.random.default_rng(0)
     T = np.full((4, 4), 0.1 / 3) + np.eye(4) * (0.9 - 0.1 / 3)
     E = np.array([[0.45, 0.45, 0.1 / 4, 0.1 / 4, 0.1 / 4, 0.1 / 4]] * 4)
@@ -91,6 +90,14 @@ def test_training_approaches_the_model_that_made_the_data(name):
         for t in range(24):
             sequences[b, t] = rng.choice(6, p=E[state])
             state = rng.choice(4, p=T[state])
+    return sequences, T, E
+
+
+@pytest.mark.parametrize("name", ["softmax", "banded_kernel"])
+def test_training_approaches_the_model_that_made_the_data(name):
+    """Tokens sampled from a sticky 4-state HMM over 6 words: training from a random start
+    brings the held-out perplexity from about 6 (uniform) most of the way to the truth's."""
+    sequences, T, E = _sticky()
     train_part, held_out = sequences[:200], sequences[200:]
     kind, params = KINDS[name]
     p = initial(kind, 4, 6, seed=1, **{**params, "delta": 1 if name != "softmax" else 0})
@@ -105,6 +112,27 @@ def test_training_approaches_the_model_that_made_the_data(name):
     assert result.perplexity[-1] < 0.8 * result.perplexity[0]
     if truth is not None:
         assert result.perplexity[-1] < 1.1 * perplexity(truth, held_out)
+
+
+def test_a_decaying_rate_restores_the_best_epoch_where_a_constant_one_diverges():
+    """At a rate too high for it (1.0), a kernel's validation perplexity rises after its
+    second epoch and never comes back; with decay 0.25 each worse epoch is undone and the
+    rate cut, and training goes well below the constant rate's best."""
+    sequences = _sticky()[0]
+    runs = [
+        train(
+            initial("kernel", 4, 6, seed=1, n_features=4, dim=3, delta=1),
+            sequences[:200],
+            sequences[200:],
+            Schedule(10, batch=20, learning_rate=1.0, decay=decay),
+        )
+        for decay in (1.0, 0.25)
+    ]
+    constant, decayed = (run.perplexity for run in runs)
+    assert np.array_equal(constant[:4], decayed[:4])  # the same until the first worse epoch
+    assert constant[3] > constant[2] and constant[3:].min() > constant[:3].min()
+    assert decayed.min() < constant.min() - 0.1
+    assert perplexity(runs[1].parameters, sequences[200:]) == pytest.approx(decayed.min())
 
 
 def test_training_does_not_import_the_model_families():

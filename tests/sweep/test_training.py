@@ -66,6 +66,7 @@ def _corpus(folder, text, train=8):
             "it needs training.clusters > 0",
         ),
         ("training.state_dropout=1", "training.state_dropout: 1.0 is not allowed; allowed: 0 <="),
+        ("training.lr_decay=0", "training.lr_decay: 0.0 is not allowed; allowed: 0 < x <= 1"),
         (
             "training.clustering=brown",
             "training.clustering: 'brown' is not allowed; allowed: exchange, random",

@@ -103,8 +103,8 @@ class TrainingConfig:
     max_epochs: Optional[int] = None  # noqa: UP045
     """Train at most this many epochs (default ``epochs``, else 20)."""
     patience: Optional[int] = None  # noqa: UP045
-    """Stop after this many epochs in a row without a lower validation perplexity (the
-    learning rate stays constant); null: train ``max_epochs`` epochs."""
+    """Stop after this many epochs in a row without a lower validation perplexity; null:
+    train ``max_epochs`` epochs."""
     epochs: Optional[int] = None  # noqa: UP045
     """The former name of ``max_epochs``, still read (set one of the two)."""
     clusters: int = 0
@@ -130,6 +130,10 @@ class TrainingConfig:
     held_out_chunks: Optional[int] = None  # noqa: UP045
     """Measure perplexity on the first this many validation (and test) chunks (default all)."""
     learning_rate: float = 0.05
+    lr_decay: float = 1.0
+    """After an epoch without a lower validation perplexity, restore the best epoch's
+    parameters (Adam restarted) and multiply the learning rate by this; 1: keep the rate and
+    the parameters."""
     dim: int = 32
     """Embedding dimension of the kernel parameterisations."""
     delta: int = 3

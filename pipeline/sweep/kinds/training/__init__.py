@@ -107,6 +107,10 @@ def validate(cfg) -> None:
         _check_at_least(training, key, 1)
     if not training.learning_rate > 0:
         raise ConfigError("training.learning_rate", "must be a number > 0")
+    if not 0 < training.lr_decay <= 1:
+        raise ConfigError(
+            "training.lr_decay", f"{training.lr_decay} is not allowed; allowed: 0 < x <= 1"
+        )
     _validate_blocks(training)
     if training.corpus is None:
         if training.n_tokens is not None and training.n_tokens > data.DEFAULT_VOCABULARY:

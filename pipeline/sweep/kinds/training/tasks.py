@@ -101,7 +101,11 @@ def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -
         dtype=np.float64 if blocks is None else np.float32,
     )
     schedule = Schedule(
-        settings["max_epochs"], settings["patience"], settings["batch"], settings["learning_rate"]
+        settings["max_epochs"],
+        settings["patience"],
+        settings["batch"],
+        settings["learning_rate"],
+        settings["lr_decay"],
     )
     result = train(
         start,
