@@ -71,7 +71,8 @@ BAD = {
     "unknown_experiment": (
         ["experiment=huge"],
         "experiment=huge: no such experiment; allowed: coupled, coupled_smoke, default, file, "
-        "kernel_features, lm_scaling, lm_smoke, lm_topp, lowrank, methods, paper, scale, scale_10m, smoke",
+        "kernel_features, lm_scaling, lm_smoke, lm_topp, lowrank, methods, paper, scale, "
+        "scale_10m, smoke",
     ),
     "alpha_zero": (
         ["model.dirichlet.alpha=0"],
