@@ -33,6 +33,7 @@ from pipeline.hmmlm.parameters import (
     Kernel,
     Parameters,
     Softmax,
+    half_square,
     softmax_in_place,
     softmax_rows,
 )
@@ -194,7 +195,7 @@ def kernel_blocks(t: Kernel, r: Restriction, work: Workspace | None = None) -> K
     shape = (len(t.U), len(t.W))
     L = np.matmul(t.U, t.W.T, out=scratch(work, "L", shape, t.U.dtype))
     R = np.matmul(t.V, t.W.T, out=scratch(work, "R", shape, t.V.dtype))
-    shift = _exp_balanced(L, R, _half_square(t.U), _half_square(t.V)).astype(L.dtype)
+    shift = _exp_balanced(L, R, half_square(t.U), half_square(t.V)).astype(L.dtype)
     z = L @ R.sum(axis=0)
     rows = entry_rows(r.indptr)
     raw = np.exp(t.band - shift[rows])
@@ -206,11 +207,6 @@ def kernel_blocks(t: Kernel, r: Restriction, work: Workspace | None = None) -> K
     return KernelBlocks(T, z, raw / z[rows])
 
 
-def _half_square(E: np.ndarray) -> np.ndarray:
-    """``|e|^2 / 2`` of each row of ``E`` (m,), summed in float64."""
-    return 0.5 * np.sum(E.astype(np.float64) ** 2, axis=1)
-
-
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def _exp_balanced(L, R, half_u, half_v):
     """The kernel's features from their logits, in place, at scales that keep float32 in range.
@@ -220,9 +216,8 @@ def _exp_balanced(L, R, half_u, half_v):
     is at least 1); ``L[i, f] = exp(a_if + m_f - s_i)`` with ``a_if = L[i, f] - half_u[i]``
     and ``s_i`` the row's largest ``a_if + m_f``, so every row of ``L`` peaks at 1. Then
     ``L R^T = diag(exp(-s)) phi(U) phi(V)^T``: the kernel over one scale per row, which the
-    row normalisers ``z_i >= 1`` cancel. (One overall scale for ``R`` instead let ``1 / z``
-    grow past float32's range as training spread the features' scales: seen at 2^15 states,
-    4096 features.) Returns ``s`` (m,).
+    row normalisers ``z_i >= 1`` cancel. (With one overall scale for ``R``, ``1 / z`` grows
+    past float32's range as training spreads the features' scales.) Returns ``s`` (m,).
     """
     n, F = R.shape
     top = np.full(F, -np.inf)

@@ -109,7 +109,12 @@ def features(E: np.ndarray, W: np.ndarray, out=None) -> tuple[np.ndarray, np.nda
     (``phi(E)_i = features_i exp(shift_i)``), in the dtype of ``E`` (into ``out`` if given)."""
     X = np.matmul(E, W.T, out=out)
     top = _exp_below_max(X)
-    return X, (top - 0.5 * np.sum(E.astype(np.float64) ** 2, axis=1)).astype(E.dtype)
+    return X, (top - half_square(E)).astype(E.dtype)
+
+
+def half_square(E: np.ndarray) -> np.ndarray:
+    """``|e|^2 / 2`` of each row of ``E`` (m,), summed in float64."""
+    return 0.5 * np.sum(E.astype(np.float64) ** 2, axis=1)
 
 
 def kernel_parts(p: Kernel) -> KernelParts:

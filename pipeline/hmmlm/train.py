@@ -8,11 +8,10 @@ all) training stops, and the result is the model of the best validation epoch. T
 learning rate stays constant by default: halving it whenever validation does not improve
 (tried) stalls training on plateaus that a constant rate leaves (``tests/hmmlm``: a sticky
 4-state HMM whose 15-epoch perplexity stays at 5.48-5.50 with halving, 5.00 at a
-constant rate, 4.90 for the true model). Large kernel models diverge at a rate that
-serves their first epoch (2^15 states, 4096 features, rate 0.05: validation perplexity
-459, then 1552 and 3406), so a schedule may ``decay``: after an epoch without a better
-validation perplexity the best epoch's parameters come back, Adam restarts and the rate
-is multiplied by ``decay``.
+constant rate, 4.90 for the true model). Large kernel models can diverge at a rate that
+serves their first epoch (``docs/lm``), so a schedule may ``decay``: after an epoch
+without a better validation perplexity the best epoch's parameters come back, Adam
+restarts and the rate is multiplied by ``decay``.
 
 A blocked model (``blocks`` given, ``pipeline.hmmlm.blocks``) may train with state
 dropout: each batch keeps a random ``1 - state_dropout`` of every cluster's states (at
