@@ -193,9 +193,17 @@ def _settings_line(settings: dict) -> str:
     return (
         f"- training: {blocks}; at most {settings['max_epochs']} epochs, patience "
         f"{settings.get('patience')}; batches of {settings['batch']} chunks of "
-        f"{settings['length']} tokens; Adam at {settings['learning_rate']}; softmax up to "
+        f"{settings['length']} tokens; Adam at {settings['learning_rate']}"
+        f"{_decay(settings.get('lr_decay', 1.0))}; softmax up to "
         f"{settings.get('softmax_max_states', '?')} states"
     )
+
+
+def _decay(decay: float) -> str:
+    """How the rate changed after an epoch without a better validation perplexity."""
+    if decay == 1:
+        return ""
+    return f", times {decay} (the best epoch restored) after an epoch that did not improve"
 
 
 def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
