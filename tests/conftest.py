@@ -1,9 +1,10 @@
 """Hypothesis profiles ('ci', the default, is derandomized so CI runs are repeatable) and the
-session's smoke sweep."""
+session's smoke sweep and its real cluster for sweeps run in this process."""
 
 import os
 
 import pytest
+from distributed import Client, LocalCluster
 from hypothesis import settings
 
 from helpers import TINY, sweep
@@ -20,3 +21,14 @@ def smoke(tmp_path_factory):
     result = sweep(*TINY, cwd=cwd)
     assert result.returncode == 0, result.stderr
     return cwd / "outputs" / "smoke" / "results.zarr", result
+
+
+@pytest.fixture(scope="session")
+def client():
+    """A real 2-worker LocalCluster (worker processes, loopback) that tests sweeping in this
+    process share through ``pipeline.sweep.run(..., client=client)``; it stays open."""
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0"
+    )
+    with cluster, Client(cluster) as client:
+        yield client

@@ -6,7 +6,6 @@ import urllib.request
 import numpy as np
 import pytest
 import xarray as xr
-from distributed import Client, LocalCluster
 
 from pipeline.inference import predict
 from pipeline.methods.topk import topk_hmm
@@ -138,17 +137,18 @@ def test_hydra_multirun_gives_each_job_its_own_store(tmp_path):
     assert [xr.open_zarr(s).sizes["t"] for s in stores] == [4, 5]
 
 
-def test_fine_grained_graph_equals_fused_tasks(smoke, tmp_path):
+def test_fine_grained_graph_equals_fused_tasks(smoke, client, tmp_path):
     """Small models run fused by default; one task per piece of work must give the same."""
-    result = sweep(*TINY, "fuse_states=0", "store=fine.zarr", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    fused, fine = xr.open_zarr(smoke[0]).load(), xr.open_zarr(tmp_path / "fine.zarr").load()
-    assert_same_values(fine, fused)
+    fine = run(
+        ["experiment=smoke", "fuse_states=0", f"store={tmp_path / 'fine.zarr'}"], client=client
+    )
+    assert_same_values(fine.load(), xr.open_zarr(smoke[0]).load())
 
 
-def test_structured_models_gamma_parts_doeblin_and_certificate(tmp_path):
-    result = sweep(
-        *TINY,
+def test_structured_models_gamma_parts_doeblin_and_certificate(client, tmp_path):
+    overrides = [
+        "experiment=smoke",
+        f"store={tmp_path / 'structured.zarr'}",
         "grid.families=[bell,peaked]",
         "grid.n_states=[4000,6000]",
         "grid.methods={topp:[0.5,0.9],topk:[3],topp_states:[0.9]}",
@@ -156,10 +156,8 @@ def test_structured_models_gamma_parts_doeblin_and_certificate(tmp_path):
         "model.bell.structured=true",
         "model.peaked.structured=true",
         "gamma_exact_max_states=5000",
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr").load()
+    ]
+    ds = run(overrides, client=client).load()
     assert ds.gamma_exact.sel(n_states=4000).all() and not ds.gamma_exact.sel(n_states=6000).any()
     np.testing.assert_array_equal(ds.gamma.sel(n_states=6000), ds.doeblin.sel(n_states=6000))
     exact = minimal_mixing_rate(build_model("peaked", 4000, seed=0, structured=True).transition)
@@ -172,10 +170,9 @@ def test_structured_models_gamma_parts_doeblin_and_certificate(tmp_path):
     assert bool(filtered.certificate.isnull().all())
 
 
-def test_sizes_beyond_exact_max_states_rely_on_the_certificate(tmp_path):
-    result = sweep(*TINY, "grid.families=[dirichlet]", "exact_max_states=30", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr").load()
+def test_sizes_beyond_exact_max_states_rely_on_the_certificate(client, tmp_path):
+    overrides = ["grid.families=[dirichlet]", "exact_max_states=30", f"store={tmp_path / 'r.zarr'}"]
+    ds = run(["experiment=smoke", *overrides], client=client).load()
     small, large = ds.sel(n_states=20), ds.sel(n_states=40)
     assert bool(np.isfinite(small.tv.where(small.in_grid, 0)).all())
     assert bool(large.tv.isnull().all()) and bool(large.speedup.isnull().all())
@@ -184,18 +181,14 @@ def test_sizes_beyond_exact_max_states_rely_on_the_certificate(tmp_path):
     assert bool(np.isfinite(large.runtime_approx.where(large.in_grid, 0)).all())
 
 
-def test_run_from_python_with_a_given_client_equals_the_command_line(smoke, tmp_path):
+def test_run_from_python_with_a_given_client_equals_the_command_line(smoke, client, tmp_path):
     """``pipeline.sweep.run`` composes the same config, uses the client it is given as it is,
     leaves it open, and stores the same values as ``python -m pipeline.sweep``."""
-    cluster = LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0"
-    )
-    with cluster, Client(cluster) as client:
-        ds = run(["experiment=smoke", f"store={tmp_path / 'api.zarr'}"], client=client)
-        assert client.status == "running" and len(client.scheduler_info()["workers"]) == 1
+    ds = run(["experiment=smoke", f"store={tmp_path / 'api.zarr'}"], client=client)
+    assert client.status == "running" and len(client.scheduler_info()["workers"]) == 2
     cli = xr.open_zarr(smoke[0]).load()
     ds = ds.load()
-    assert ds.attrs["grid"] == cli.attrs["grid"] and ds.attrs["workers"] == 1
+    assert ds.attrs["grid"] == cli.attrs["grid"] and ds.attrs["workers"] == 2
     values = [name for name in cli.data_vars if name not in MEASURED]
     assert len(values) > 20
     for name in values:  # values, dims, coordinates and every attribute
@@ -229,11 +222,10 @@ def test_the_dashboard_serves_dasks_status_page_and_the_performance_report_is_sa
     assert "<title>Dask Performance Report</title>" in report
 
 
-def test_an_accuracy_only_sweep_stores_the_same_errors_and_no_runtimes(smoke, tmp_path):
-    result = sweep(*TINY, "timing.enabled=false", "store=accuracy.zarr", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    timed, untimed = xr.open_zarr(smoke[0]).load(), xr.open_zarr(tmp_path / "accuracy.zarr")
-    untimed = untimed.load()
+def test_an_accuracy_only_sweep_stores_the_same_errors_and_no_runtimes(smoke, client, tmp_path):
+    overrides = ["timing.enabled=false", f"store={tmp_path / 'accuracy.zarr'}"]
+    untimed = run(["experiment=smoke", *overrides], client=client).load()
+    timed = xr.open_zarr(smoke[0]).load()
     assert_same_values(untimed, timed)
     done = untimed.done
     for name in [n for n in untimed.data_vars if n.startswith(("runtime_", "speedup"))]:
