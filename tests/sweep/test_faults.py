@@ -13,6 +13,7 @@ from distributed import Client
 
 from pipeline.results import damage
 from pipeline.results.methods import MEASURED
+from pipeline.sweep import run as sweep_in_process
 
 from helpers import (
     TINY,
@@ -87,16 +88,16 @@ def test_a_worker_killed_mid_sweep_on_a_real_scheduler(tmp_path):
                 process.wait(timeout=30)
 
 
-def test_a_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
-    whole = sweep(*TINY, "grid.families=[bell,uniform]", "store=whole.zarr", cwd=tmp_path)
-    assert whole.returncode == 0, whole.stderr
+def test_a_killed_sweep_resumes_to_the_uninterrupted_result(client, tmp_path):
+    whole = ["experiment=smoke", "grid.families=[bell,uniform]", f"store={tmp_path / 'w.zarr'}"]
+    expected = sweep_in_process(whole, client=client).load()
 
-    run = start_sweep(*TINY, *SLOW, "store=resumed.zarr", cwd=tmp_path)
+    interrupted = start_sweep(*TINY, *SLOW, "store=resumed.zarr", cwd=tmp_path)
     store = tmp_path / "resumed.zarr"
     wait_for(lambda: done_count(store) >= 6, 120, "the first finished cells")
-    kill_group(run)
+    kill_group(interrupted)
     survived = done_count(store)
-    assert 6 <= survived < TOTAL and run.poll() is not None
+    assert 6 <= survived < TOTAL and interrupted.poll() is not None
 
     again = sweep(*TINY, *SLOW, "store=resumed.zarr", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
@@ -105,7 +106,6 @@ def test_a_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
     )
     assert already == survived and computed == TOTAL - survived
 
-    expected = xr.open_zarr(tmp_path / "whole.zarr").load()
     resumed = xr.open_zarr(store).load()
     assert set(resumed.data_vars) == set(expected.data_vars)
     assert_same_values(resumed, expected)
