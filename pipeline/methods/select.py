@@ -4,10 +4,11 @@ A rule is ``MASS`` with a target mass (top-p) or ``COUNT`` with a count
 (top-k), both in Algorithm 1's order (``pipeline.kernels.select``). Rows come
 from the matrix's format (``pipeline.operators.row_blocks``) in blocks, in two
 passes (find each row's cut, then fill the exactly sized result), so no
-``(n, m)`` temporary is ever made. For a structured matrix whose rows are
-peaks on a constant background, rows whose stored peaks already decide the
-selection are cut among those alone; the others are generated densely, a
-block at a time.
+``(n, m)`` temporary is ever made; a generated block (computed from another format,
+e.g. a low-rank product) is made once: its selected entries are kept from the first
+pass. For a structured matrix whose rows are peaks on a constant background, rows whose
+stored peaks already decide the selection are cut among those alone; the others are
+generated densely, a block at a time.
 """
 
 from __future__ import annotations
@@ -125,11 +126,17 @@ def select_matrix(P, rule: int, target: float) -> sp.csr_array:
     counts, ties = np.empty(n, np.int64), np.empty(n, np.int64)
     level, mass = np.empty(n), np.empty(n)
     edges = [0]
-    for make in blocks:
+    kept_from_cut = {}  # block number -> (indices, data) of a generated block
+    for number, make in enumerate(blocks):
         block = make()
         _check_rows(block.entries())
         rows = slice(edges[-1], edges[-1] + block.n_rows)
         block.cut(rule, target, counts[rows], level[rows], ties[rows], mass[rows])
+        if block.generated:
+            size = int(counts[rows].sum())
+            part = np.empty(size, np.int32 if m < 2**31 else np.int64), np.empty(size)
+            block.fill(level[rows], ties[rows], mass[rows], *part)
+            kept_from_cut[number] = part
         edges.append(rows.stop)
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=indptr[1:])
@@ -140,9 +147,13 @@ def select_matrix(P, rule: int, target: float) -> sp.csr_array:
         )
     index_dtype = np.int32 if max(m, indptr[-1]) < 2**31 else np.int64
     indices, data = np.empty(indptr[-1], index_dtype), np.empty(indptr[-1])
-    for make, (start, stop) in zip(blocks, itertools.pairwise(edges), strict=True):
+    for number, (start, stop) in enumerate(itertools.pairwise(edges)):
         rows, entries = slice(start, stop), slice(indptr[start], indptr[stop])
-        make().fill(level[rows], ties[rows], mass[rows], indices[entries], data[entries])
+        if number in kept_from_cut:
+            indices[entries], data[entries] = kept_from_cut.pop(number)
+        else:
+            block = blocks[number]()
+            block.fill(level[rows], ties[rows], mass[rows], indices[entries], data[entries])
     matrix = sp.csr_array((data, indices, indptr.astype(index_dtype)), shape=(n, m))
     matrix.has_sorted_indices = True
     return matrix

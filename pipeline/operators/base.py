@@ -44,9 +44,11 @@ class Peaks(NamedTuple):
 
 
 class DenseRows(NamedTuple):
-    """A block of rows as a dense C-contiguous array ``values`` (r, m)."""
+    """A block of rows as a dense C-contiguous array ``values`` (r, m); ``generated`` when
+    computed from another format (costly to make again), not a view of stored rows."""
 
     values: np.ndarray
+    generated: bool = False
 
     @property
     def n_rows(self) -> int:
@@ -70,6 +72,8 @@ class SparseRows(NamedTuple):
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
+
+    generated = False  # views of stored rows: cheap to make again
 
     @property
     def n_rows(self) -> int:
@@ -226,7 +230,8 @@ def row_blocks(T, direct: np.ndarray | None = None) -> list[Callable[[], DenseRo
 
     ``direct`` (bool, shape (n,), only for formats with ``peaks``) marks the rows
     whose selection the stored entries decide: those come as ``SparseRows`` of
-    the stored entries, the others as generated ``DenseRows``. Each callable
-    may be called once per pass, so at most one generated block exists at a time.
+    the stored entries, the others as generated ``DenseRows``. A view of stored rows
+    may be made once per pass; a generated block only once (``select_matrix`` keeps its
+    selection), so at most one generated block exists at a time.
     """
     raise TypeError(f"unsupported matrix type {type(T).__name__}")

@@ -254,6 +254,6 @@ def _(T: LowRank, direct: np.ndarray | None = None) -> list:
         )
     step = max(1, base.BLOCK_ENTRIES // max(m, 1))
     return [
-        (lambda start=start: base.DenseRows(T.rows(start, min(start + step, n))))
+        (lambda start=start: base.DenseRows(T.rows(start, min(start + step, n)), generated=True))
         for start in range(0, n, step)
     ]

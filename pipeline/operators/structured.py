@@ -215,7 +215,11 @@ def _(T: SparsePlusRankOne, direct: np.ndarray | None = None) -> list:
             blocks.append(lambda part=part: base.SparseRows(part.indptr, part.indices, part.data))
         else:
             blocks += [
-                (lambda k=k, stop=stop: base.DenseRows(T.rows(k, min(k + step, stop))))
+                (
+                    lambda k=k, stop=stop: base.DenseRows(
+                        T.rows(k, min(k + step, stop)), generated=True
+                    )
+                )
                 for k in range(start, stop, step)
             ]
     return blocks

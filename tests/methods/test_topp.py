@@ -168,6 +168,16 @@ def test_matrix_larger_than_a_block():
         np.testing.assert_array_equal(Q[[i]].toarray()[0], topp_vector(P[i], 0.8))
 
 
+def test_a_generated_row_block_is_made_once_and_equals_the_dense_rows(monkeypatch):
+    # A low-rank matrix of 1100 x 1100 spans two row blocks, each a product of its factors.
+    T = build_model("kernel", 1100, seed=2, n_features=8).transition
+    made, rows = [], type(T).rows
+    monkeypatch.setattr(type(T), "rows", lambda T, a, b: made.append(a) or rows(T, a, b))
+    Q = topp_matrix(T, 0.8)
+    assert made == sorted(set(made)) and len(made) == 2
+    np.testing.assert_allclose(Q.toarray(), topp_matrix(T.toarray(), 0.8).toarray(), rtol=1e-12)
+
+
 def test_matrix_validates_input():
     with pytest.raises(ValueError, match="non-negative"):
         topp_matrix(np.array([[0.5, -0.5, 1.0]]), 0.5)
