@@ -140,7 +140,11 @@ def _(T: LowRank, which: np.ndarray) -> np.ndarray:
 @base.entries_at.register
 def _(T: LowRank, row: np.ndarray, column: np.ndarray) -> np.ndarray:
     row, column = np.asarray(row), np.asarray(column)
-    values = np.einsum("kf,kf->k", T.left[row], T.right[column])
+    values = np.empty(row.size)
+    step = max(1, base.BLOCK_ENTRIES // max(T.rank, 1))  # (step, F) factor rows at a time
+    for start in range(0, row.size, step):
+        part = slice(start, start + step)
+        values[part] = np.einsum("kf,kf->k", T.left[row[part]], T.right[column[part]])
     stored = sp.csr_array((np.ones(T.band.nnz), T.band.indices, T.band.indptr), shape=T.shape)
     inside = np.asarray(stored[row, column]).ravel() != 0
     values[inside] = np.asarray(T.band[row[inside], column[inside]]).ravel()

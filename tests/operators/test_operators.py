@@ -4,6 +4,8 @@ A new format adds a factory to ``FORMATS`` (a random row-stochastic matrix in
 the format and its dense materialisation) and must pass every test here.
 """
 
+import tracemalloc
+
 import numba
 import numpy as np
 import pytest
@@ -265,6 +267,21 @@ def test_a_large_low_rank_matrix_gets_the_factor_bound_not_a_dense_pair_search()
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba has one thread here")
+def test_a_low_rank_matrix_reads_more_entries_than_a_block_in_blocks():
+    # 512^2 positions of rank 64: 2^18 entries, 2^24 factor numbers, 16 blocks of 2^20.
+    T = build_model("kernel", 512, seed=1, n_features=64).transition
+    row, column = np.divmod(np.arange(512 * 512), 512)
+    tracemalloc.start()  # numpy reports its arrays' memory to tracemalloc
+    try:
+        values = operators.entries_at(T, row, column)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**26  # all factor rows at once would be 2 x 2^24 float64 (256 MiB)
+    np.testing.assert_array_equal(values, np.einsum("kf,kf->k", T.left[row], T.right[column]))
+    np.testing.assert_allclose(values, T.toarray().ravel(), rtol=1e-12)
+
+
 def test_the_parallel_csr_step_equals_the_serial_and_dense_ones():
     """Above PARALLEL_ENTRIES stored entries a step uses every numba thread: each thread
     scatters its share of the rows, the copies are summed. The beliefs must not change."""
