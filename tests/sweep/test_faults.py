@@ -13,7 +13,7 @@ from distributed import Client
 
 from pipeline.results import damage
 from pipeline.results.methods import MEASURED
-from pipeline.sweep import run as sweep_in_process
+from pipeline.sweep import run
 
 from helpers import (
     TINY,
@@ -64,7 +64,7 @@ def test_a_worker_killed_mid_sweep_on_a_real_scheduler(tmp_path):
         with Client(address, timeout=30) as client:
             client.wait_for_workers(2, timeout=60)
         store = tmp_path / "r.zarr"
-        run = start_sweep(
+        sweeping = start_sweep(
             "experiment=smoke",
             "cluster=address",
             f"cluster.address={address}",
@@ -75,8 +75,8 @@ def test_a_worker_killed_mid_sweep_on_a_real_scheduler(tmp_path):
         wait_for(lambda: done_count(store) >= 4, 120, "the first finished cells")
         workers[0].send_signal(signal.SIGKILL)
         workers[0].wait(timeout=30)
-        _, err = run.communicate(timeout=240)
-        assert run.returncode == 0, err
+        _, err = sweeping.communicate(timeout=240)
+        assert sweeping.returncode == 0, err
         ds = xr.open_zarr(store)
         assert int(ds.done.sum()) == TOTAL and not bool(ds.failed.any())
         with Client(address, timeout=30) as client:
@@ -90,7 +90,7 @@ def test_a_worker_killed_mid_sweep_on_a_real_scheduler(tmp_path):
 
 def test_a_killed_sweep_resumes_to_the_uninterrupted_result(client, tmp_path):
     whole = ["experiment=smoke", "grid.families=[bell,uniform]", f"store={tmp_path / 'w.zarr'}"]
-    expected = sweep_in_process(whole, client=client).load()
+    expected = run(whole, client=client).load()
 
     interrupted = start_sweep(*TINY, *SLOW, "store=resumed.zarr", cwd=tmp_path)
     store = tmp_path / "resumed.zarr"
@@ -116,10 +116,10 @@ def test_a_killed_sweep_resumes_to_the_uninterrupted_result(client, tmp_path):
 def test_two_sweeps_started_together_on_one_store(tmp_path):
     """One runs; the other stops at once with the lock line; the store ends sound and whole."""
     runs = [start_sweep(*TINY, "store=shared.zarr", cwd=tmp_path) for _ in range(2)]
-    outcomes = [(run.wait(timeout=240), run.stderr.read()) for run in runs]
-    for run in runs:
-        run.stdout.close()
-        run.stderr.close()
+    outcomes = [(process.wait(timeout=240), process.stderr.read()) for process in runs]
+    for process in runs:
+        process.stdout.close()
+        process.stderr.close()
     assert sorted(code for code, _ in outcomes) == [0, 2], outcomes
     (refused,) = [err for code, err in outcomes if code == 2]
     store = tmp_path / "shared.zarr"
