@@ -48,7 +48,9 @@ class FilterResult(NamedTuple):
         The steps whose observation had zero probability (their belief is the prediction).
     elapsed : ndarray, shape (T,)
         Seconds from the start of the recursion to the end of step ``t`` (for
-        the whole batch, which advances as one block).
+        the whole batch, which advances as one block), writing ``beliefs`` included:
+        the recursion writes the returned history directly, and the first write of
+        each of its memory pages (the system mapping it) falls in the step that makes it.
     pruned : ndarray, shape (T,), or (B, T)
         The belief mass pruning removed at step ``t`` (``TV`` between the belief
         before and after pruning); zeros without pruning.
@@ -211,7 +213,7 @@ def filtering_chunks(hmm: HMM, observations, *, chunk: int, prune=1.0) -> Iterat
 
 def _forward(hmm: HMM, initial, likelihoods, rows, target: float, kept=None) -> FilterResult:
     steps, n = rows.size, hmm.n_states
-    beliefs = _touched((min(steps, kept or steps), n))
+    beliefs = np.empty((min(steps, kept or steps), n))  # pages mapped as the steps write
     elapsed, pruned = np.empty(steps), np.empty(steps)
     zero = np.zeros(steps, dtype=bool)
     log_evidence = forward.forward(
@@ -240,7 +242,7 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float, kept=Non
     rows = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(rows), (size, rows.shape[-1])))
     block = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(initial), (size, hmm.n_states)).T)
     steps = rows.shape[1]
-    beliefs = _touched((min(steps, kept or steps), hmm.n_states, size))
+    beliefs = np.empty((min(steps, kept or steps), hmm.n_states, size))  # as in _forward
     elapsed = np.empty(steps)
     zero = np.zeros((size, steps), dtype=bool)
     pruned = np.zeros((size, steps))
@@ -273,8 +275,8 @@ PAGE_FLOATS = 512
 
 
 def _touched(shape: tuple[int, ...]) -> np.ndarray:
-    """A new float64 array with every memory page already mapped (one write a page), so no
-    page fault falls inside the timed loop, without writing the whole array twice."""
+    """A new float64 array with every memory page already mapped (one write a page): the
+    buffers ``filtering_chunks`` reuses chunk after chunk, mapped once before the first."""
     array = np.empty(shape)
     array.reshape(-1)[::PAGE_FLOATS] = 0.0
     return array
