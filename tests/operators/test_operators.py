@@ -316,6 +316,31 @@ def test_the_parallel_csr_step_equals_the_serial_and_dense_ones():
         np.testing.assert_allclose(parallel.beliefs, serial.beliefs, atol=1e-14)
 
 
+def test_the_prefetching_step_sums_as_the_plain_scatter_to_the_last_bit():
+    """From PREFETCH_STATES states on, the CSR step asks for each entry's output line ahead:
+    a hint only, so every output must be the plain scatter's to the last bit, and the
+    parallel step with it the scipy product's."""
+    rng = np.random.default_rng(5)
+    n = forward.PREFETCH_STATES
+    rows, columns = np.repeat(np.arange(n), 12), rng.integers(0, n, size=12 * n)
+    S = sp.csr_array((rng.random(12 * n), (rows, columns)), shape=(n, n))
+    hmm = HMM(np.full(n, 1 / n), S / S.sum(axis=1)[:, None], np.full((n, 2), 0.5))
+    layout = hmm.transition_layout
+    indptr, indices, data = layout.indptr, layout.indices, layout.data
+    entry_rows = np.repeat(np.arange(n), np.diff(indptr))
+    for zeros in (0.3, 0.7):  # the flat loop over entries below half zeros, rows above
+        belief = rng.random(n) * (rng.random(n) >= zeros)
+        far, rows_out, entries_out = np.empty(n), np.empty(n), np.empty(n)
+        forward.step(layout, belief, far, 1)
+        forward._scatter_rows(indptr, indices, data, belief, rows_out)
+        forward._scatter_entries(indptr, indices, data, entry_rows, belief, entries_out)
+        assert np.array_equal(far, rows_out) and np.array_equal(far, entries_out)
+        np.testing.assert_allclose(far, hmm.transition.T @ belief, rtol=1e-12)
+    belief, parallel = rng.random(n), np.empty(n)  # the parallel step: no zeros
+    forward.step(layout, belief, parallel, 2)
+    np.testing.assert_allclose(parallel, hmm.transition.T @ belief, rtol=1e-12)
+
+
 @pytest.mark.parametrize("tile", [1, 3, 7, 50, 1000])
 @pytest.mark.parametrize("order", ["sorted", "shuffled"])
 def test_the_tiled_block_step_equals_the_dense_product(tile, order):
