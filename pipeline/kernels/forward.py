@@ -313,7 +313,9 @@ def step_threads(layout) -> int:
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _scatter_parallel(indptr, indices, data, belief, out, threads):
     """``out = belief @ S`` on ``threads`` threads: each scatters a share of the rows (equal
-    shares of the entries) into its own copy of ``out``, then the copies are summed."""
+    shares of the entries) into its own copy of ``out``, then the copies are summed; from
+    ``PREFETCH_STATES`` states on each entry's output line is asked for ahead, as in
+    ``_scatter_far``."""
     n, m = belief.size, out.size
     total = indptr[n]
     bounds = np.empty(threads + 1, np.int64)
