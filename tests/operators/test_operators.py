@@ -328,7 +328,7 @@ def test_the_prefetching_step_sums_as_the_plain_scatter_to_the_last_bit():
     layout = hmm.transition_layout
     indptr, indices, data = layout.indptr, layout.indices, layout.data
     entry_rows = np.repeat(np.arange(n), np.diff(indptr))
-    for zeros in (0.3, 0.7):  # the flat loop over entries below half zeros, rows above
+    for zeros in (0.3, 0.7):  # the plain steps' two loops: over entries, over rows
         belief = rng.random(n) * (rng.random(n) >= zeros)
         far, rows_out, entries_out = np.empty(n), np.empty(n), np.empty(n)
         forward.step(layout, belief, far, 1)
