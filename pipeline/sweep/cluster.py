@@ -42,6 +42,11 @@ KEEP_SECONDS = 2.0
 """How often a started cluster is scaled back to its size (replacing lost workers)."""
 LOST_WORKER_TIMEOUT = "3s"
 """How long a started cluster waits for a lost worker to come back before replacing it."""
+IN_MEMORY = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False}
+"""A started cluster's workers keep task results in memory, never spilled to disk: a sweep's
+results are models and approximations that its running tasks hold, so spilling one frees
+nothing and reading it back makes a second copy (distributed spills from 70% of a worker's
+memory, which a 10^7-state cell passes). Pausing at 80% and restarting at 95% stay."""
 
 
 class NoWorkers(RuntimeError):
@@ -137,6 +142,13 @@ def jobqueue_options(cfg) -> dict:
     if cfg.host:
         scheduler["host"] = cfg.host
         options["worker_extra_args"] += ["--host", cfg.host]
+    options["job_script_prologue"] = [
+        *(options["job_script_prologue"] or []),
+        *(
+            f"export DASK_{key.upper().replace('.', '__')}={value}"
+            for key, value in IN_MEMORY.items()
+        ),
+    ]
     for name, size in (_memory_resource(cfg) or {}).items():
         options["worker_extra_args"] += ["--resources", f"{name}={size}"]
     return {**options, "scheduler_options": scheduler}
@@ -274,11 +286,13 @@ def connect(cfg, *, allowed_failures: int = 3) -> Iterator[Client]:
     ``cfg.wait_for_workers`` seconds raises ``NoWorkers``. A task that
     ``allowed_failures`` + 1 workers died running (out of memory, most often) fails
     with ``KilledWorker`` rather than being run again and again (a scheduler this
-    does not start keeps its own setting).
+    does not start keeps its own setting). The workers it starts never spill results to
+    disk (``IN_MEMORY``).
     """
     settings = {
         "distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT,
         "distributed.scheduler.allowed-failures": allowed_failures,
+        **IN_MEMORY,
     }
     with tls(cfg.security) as tls_config, dask.config.set({**settings, **tls_config}):
         security = Security() if tls_config else None

@@ -70,9 +70,14 @@ def test_settings_reach_the_slurm_job_script():
         "#SBATCH --exclusive",
         "module load python/3.11",
         "source /opt/venv/bin/activate",
+        "export DASK_DISTRIBUTED__WORKER__MEMORY__TARGET=False",
+        "export DASK_DISTRIBUTED__WORKER__MEMORY__SPILL=False",
     ):
         assert f"\n{line}\n" in text, line
     assert text.index("source /opt/venv/bin/activate") < text.index("distributed.cli.dask_worker")
+    assert dask.config.collect_env({"DASK_DISTRIBUTED__WORKER__MEMORY__SPILL": "False"}) == {
+        "distributed": {"worker": {"memory": {"spill": False}}}
+    }  # read as False, not "False"
     worker = text.splitlines()[-1]
     for argument in ("--nworkers 2", "--nthreads 2", "--memory-limit 3.00GiB"):
         assert argument in worker, argument
