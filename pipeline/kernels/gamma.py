@@ -105,25 +105,37 @@ def pairs_structured(indptr, indices, full, u, v, rows, best):
 
 
 @numba.njit(cache=True, nogil=True)
-def doeblin_structured(indptr, rows, full, u, v, order):
-    """``sum_j min_i T[i, j]`` column by column of ``S + outer(u, v)`` (CSC pattern).
+def _stored(indptr, indices, i, j):
+    """Whether row ``i`` of a CSR pattern with sorted indices stores column ``j``."""
+    lo, hi = indptr[i], indptr[i + 1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indices[mid] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < indptr[i + 1] and indices[lo] == j
 
-    ``order`` lists the rows by ascending ``u``.
-    """
-    n = u.size
-    marked = np.zeros(n, np.bool_)
+
+@numba.njit(cache=True, nogil=True)
+def doeblin_structured(indptr, indices, data, u, v, order):
+    """``sum_j min_i T[i, j]`` of ``T = S + outer(u, v)``, from ``S``'s CSR (sorted indices,
+    no duplicates) in one pass over its rows, no transpose: each column's least stored
+    entry, and ``u_i v_j`` of the first row of ``order`` (the rows by ascending ``u``) that
+    stores nothing in the column, if one does. A column looks past a row only where the row
+    stores it: at most nnz + n binary searches in all."""
+    n, m = u.size, v.size
+    lowest = np.full(m, np.inf)
+    for i in range(n):
+        for q in range(indptr[i], indptr[i + 1]):
+            j = indices[q]
+            lowest[j] = min(lowest[j], data[q] + u[i] * v[j])
     total = 0.0
-    for j in range(v.size):
-        lowest = np.inf
-        for q in range(indptr[j], indptr[j + 1]):
-            lowest = min(lowest, full[q])
-            marked[np.uintp(rows[q])] = True
-        if indptr[j + 1] - indptr[j] < n:  # some row is off the pattern: u_i v_j
-            for i in order:
-                if not marked[i]:
-                    lowest = min(lowest, u[i] * v[j])
-                    break
-        for q in range(indptr[j], indptr[j + 1]):
-            marked[np.uintp(rows[q])] = False
-        total += lowest
+    for j in range(m):
+        least = lowest[j]
+        for i in order:  # most columns stop at the first row
+            if not _stored(indptr, indices, i, j):  # row i is off the pattern: u_i v_j
+                least = min(least, u[i] * v[j])
+                break
+        total += least
     return total

@@ -167,14 +167,9 @@ def _(T: SparsePlusRankOne, which: np.ndarray) -> float:
 
 @base.doeblin_lower_bound.register
 def _(T: SparsePlusRankOne) -> float:
-    by_column = T.pattern().tocsc()
-    by_column.sort_indices()
+    S = T.sparse
     order = np.argsort(T.u, kind="stable")
-    return float(
-        gamma.doeblin_structured(
-            by_column.indptr, by_column.indices, by_column.data, T.u, T.v, order
-        )
-    )
+    return float(gamma.doeblin_structured(S.indptr, S.indices, S.data, T.u, T.v, order))
 
 
 @base.peaks.register

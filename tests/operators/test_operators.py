@@ -165,6 +165,17 @@ def test_gamma_and_doeblin_equal_dense(square):
     assert doeblin_lower_bound(T) == pytest.approx(dense.min(axis=0).sum(), abs=1e-12)
 
 
+def test_the_structured_doeblin_bound_finds_each_columns_least_row_off_the_pattern():
+    """Rows by ascending ``u``: 1, 2, 0. Column 0 is stored in rows 1 and 2, and its least
+    entry is row 0's background; column 1 is stored in every row; column 2 in none."""
+    S = sp.csr_array(np.array([[0.0, 0.05, 0.0], [0.5, 0.02, 0.0], [0.5, 0.04, 0.0]]))
+    M = SparsePlusRankOne(S, np.array([0.3, 0.1, 0.2]), np.array([1.0, 2.0, 0.5]))
+    dense = M.toarray()
+    assert dense.argmin(axis=0).tolist() == [0, 1, 1]
+    assert doeblin_lower_bound(M) == pytest.approx(0.3 + 0.22 + 0.05, abs=1e-15)
+    assert doeblin_lower_bound(M) == pytest.approx(dense.min(axis=0).sum(), abs=1e-15)
+
+
 def test_bad_entries_are_named(wide):
     T, dense = wide
     broken = dense.copy()
