@@ -1,6 +1,8 @@
 """The plan and its tasks, run in this process (the cluster runs are in test_sweep)."""
 
+import tempfile
 import tracemalloc
+from pathlib import Path
 
 import dask
 import numpy as np
@@ -10,7 +12,7 @@ from pipeline.inference import filtering
 from pipeline.methods import approximate
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_variation
 from pipeline.operators import toarray
-from pipeline.sweep.kinds.methods import plan, tasks
+from pipeline.sweep.kinds.methods import plan, spilled, tasks
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 
 from helpers import composed
@@ -132,22 +134,51 @@ def test_impossible_observations_are_those_the_approximate_emissions_drop(model)
 def test_a_cell_in_chunks_measures_what_a_whole_history_does(
     model, monkeypatch, method, setting, mode
 ):
-    """Where a history does not fit ``HISTORY_BYTES`` the cell runs exact and approximate
-    inference in lockstep, a few steps at a time: the same values."""
+    """Where a history does not fit ``HISTORY_BYTES`` the reference writes it to disk and
+    each cell reads it a few steps at a time; where it cannot read the file (another machine,
+    or no file), the cell runs exact and approximate inference in lockstep: the same values."""
     built = tasks.build_approximation(model, method=method, setting=setting)
     mixed = tasks.mixing(model, exact=True)
     whole = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
     expected = tasks.run_cell(model, built, whole, mixed, mode=mode, timing=TIMING).values()
     monkeypatch.setattr(tasks, "HISTORY_BYTES", 8 * model.hmm.n_states * 4)  # 4 steps
     chunked = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
-    assert chunked.beliefs is None and chunked.run
-    values = tasks.run_cell(model, built, chunked, mixed, mode=mode, timing=TIMING).values()
-    for name in ("tv", "work", "log_evidence", "log_evidence_error", "zero_evidence", "eps"):
-        np.testing.assert_array_equal(values[name], expected[name], err_msg=name)
-    # a step's error is a matrix-vector product over the chunk's rows: BLAS may round it
-    # differently for other row counts
-    np.testing.assert_allclose(values["certificate"], expected["certificate"], rtol=1e-13)
-    assert values["runtime_exact"].shape == (31,) and np.isfinite(values["runtime_exact"]).all()
+    history = chunked.beliefs
+    assert isinstance(history, spilled.SpilledHistory) and history.shape == whole.beliefs.shape
+    with history.reader() as reader:
+        np.testing.assert_array_equal(reader.rows(0, 31), whole.beliefs)
+    assert chunked.log_evidence == whole.log_evidence or mode == "predict"
+    elsewhere = spilled.SpilledHistory(history.path, history.shape, "another-machine")
+    for exact in (chunked, chunked._replace(beliefs=elsewhere), chunked._replace(beliefs=None)):
+        values = tasks.run_cell(model, built, exact, mixed, mode=mode, timing=TIMING).values()
+        for name in ("tv", "work", "log_evidence", "log_evidence_error", "zero_evidence", "eps"):
+            np.testing.assert_array_equal(values[name], expected[name], err_msg=name)
+        # a step's error is a matrix-vector product over the chunk's rows: BLAS may round it
+        # differently for other row counts
+        np.testing.assert_allclose(values["certificate"], expected["certificate"], rtol=1e-13)
+        assert values["runtime_exact"].shape == (31,) and np.isfinite(values["runtime_exact"]).all()
+    path = Path(history.path)
+    assert path.stat().st_size == whole.beliefs.nbytes
+    del chunked, history, exact
+    assert not path.exists()  # removed with the reference that wrote it
+
+
+def test_a_history_that_cannot_be_written_whole_leaves_no_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    for rows in (4096, 1):  # past the write buffer, the write fails; within it, the close
+        spill = spilled.Spill((rows, 2))
+        spill.file.close()
+        spill.file = open("/dev/full", "wb")  # a full disk (Spill closes it)
+        assert spill.write(np.ones((rows, 2))) is (rows == 1)
+        assert spill.close() is None and list(tmp_path.iterdir()) == []
+    spill = spilled.Spill((3, 2))
+    assert spill.write(np.ones((3, 2)))
+    history = spill.close()
+    with history.reader() as reader:
+        assert reader.rows(1, 3).tolist() == [[1.0, 1.0]] * 2
+    Path(history.path).write_bytes(b"short")
+    with history.reader() as reader:
+        assert reader is None  # not the size of the history: not read
 
 
 def test_a_cells_memory_does_not_grow_with_the_horizon(monkeypatch):

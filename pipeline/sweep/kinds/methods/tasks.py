@@ -1,6 +1,7 @@
 """What the Dask workers run: models, gamma, exact references, approximations, cells.
 
-Pure functions of their arguments (no I/O, no printing), so the plan can
+Pure functions of their arguments (no printing, no I/O but a reference's history too
+large for memory, written to the worker's disk: ``spilled``), so the plan can
 recompute any of them on another worker. Arguments that describe work are
 named, frozen specs passed by keyword. A cell returns a ``CellResult`` (two
 arrays, cheap to send) whose ``values()`` maps result variable names
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -34,7 +37,7 @@ from pipeline.metrics import (
 from pipeline.models import HMM, build_model
 from pipeline.operators import entries_at, step_work, stored_entries
 from pipeline.sampling import sample
-from pipeline.sweep.kinds.methods import resident
+from pipeline.sweep.kinds.methods import resident, spilled
 
 SAMPLING_STREAM = 0x5EED
 """Mixed into the seed of the observation sampler, apart from the model's own draws."""
@@ -88,14 +91,16 @@ def history_steps(steps: int, n_states: int) -> int:
 
 
 class Reference(NamedTuple):
-    """The observations of one model, mode and seed, and its exact run where that is shared:
-    ``beliefs`` is the whole exact history where it fits ``HISTORY_BYTES``; None where each
-    cell runs exact inference beside its approximation, chunk by chunk, or (``run`` false)
-    none at all."""
+    """The observations of one model, mode and seed, and their exact run, which every cell
+    of the model, mode and seed is measured against: ``beliefs`` is the whole exact history
+    where it fits ``HISTORY_BYTES``, else that history on the worker's disk
+    (``spilled.SpilledHistory``), or None where it could not be written (each cell then
+    runs exact inference beside its approximation, chunk by chunk) or (``run`` false) is
+    not computed at all."""
 
     observations: np.ndarray  # (horizon + 1,), -1 where nothing is observed
     states: np.ndarray  # (horizon + 1,): the sampled state path (filter), or -1 (predict)
-    beliefs: np.ndarray | None  # (horizon + 1, n_states)
+    beliefs: np.ndarray | spilled.SpilledHistory | None  # (horizon + 1, n_states)
     log_evidence: float
     run: bool
 
@@ -137,16 +142,25 @@ def reference(
 
     With ``run`` false (an exact reference too big to compute) only the
     observations are drawn: the cells then measure the approximation alone and
-    its error through the certificate. A history too large to keep whole is not kept:
-    each cell runs exact inference beside its approximation, chunk by chunk.
+    its error through the certificate. A history too large to keep whole is computed
+    chunk by chunk (``history_steps``) and written to the worker's disk as it goes.
     """
     states, observed = observations(
         model.hmm, mode=mode, horizon=horizon, observe_every=observe_every, seed=seed
     )
-    if not run or history_steps(observed.size, model.hmm.n_states) < observed.size:
+    if not run:
         return Reference(observed, states, None, np.nan, run)
-    result = filtering(model.hmm, observed)
-    return Reference(observed, states, result.beliefs, result.log_evidence, run)
+    n = model.hmm.n_states
+    chunk = history_steps(observed.size, n)
+    if chunk >= observed.size:
+        result = filtering(model.hmm, observed)
+        return Reference(observed, states, result.beliefs, result.log_evidence, run)
+    spill = spilled.Spill((observed.size, n))
+    for part in filtering_chunks(model.hmm, observed, chunk=chunk):
+        if not spill.write(part.beliefs):
+            break
+    history = spill.close()
+    return Reference(observed, states, history, part.log_evidence if history else np.nan, run)
 
 
 def mixing_part(model: Model, *, part: int, parts: int) -> tuple[float, float]:
@@ -313,45 +327,59 @@ class Accuracy(NamedTuple):
     zero_evidence: int  # steps whose observation the approximate belief made impossible
 
 
+@contextlib.contextmanager
+def _exact_chunks(model: Model, exact: Reference, chunk: int) -> Iterator[Iterator[tuple]]:
+    """The exact side of ``_accuracy``: for each chunk of ``chunk`` steps, its beliefs
+    (c, n_states) and the log evidence so far, read from the reference's history (in
+    memory or on this machine's disk), else computed here; NaN without an exact run."""
+    history, steps = exact.beliefs, exact.observations.size
+    starts = range(0, steps, chunk)
+    opened = history.reader() if isinstance(history, spilled.SpilledHistory) else None
+    with opened or contextlib.nullcontext() as reader:
+        if reader is not None:
+            yield ((reader.rows(k, min(k + chunk, steps)), exact.log_evidence) for k in starts)
+        elif isinstance(history, np.ndarray):
+            yield ((history[k : k + chunk], exact.log_evidence) for k in starts)
+        elif exact.run:
+            parts = filtering_chunks(model.hmm, exact.observations, chunk=chunk)
+            yield ((part.beliefs, part.log_evidence) for part in parts)
+        else:
+            yield itertools.repeat((np.nan, np.nan))
+
+
 def _accuracy(model: Model, approximation: Approximation, exact: Reference, timing) -> Accuracy:
-    """Exact and approximate inference in lockstep, a chunk of steps at a time
+    """The approximate run against the exact one, a chunk of steps at a time
     (``history_steps``), each step reduced as it goes: the memory of a chunk, never of the
-    whole horizon where it does not fit. The approximate run has the timed runs' threads,
-    the exact run the reference's, so every value is the one a whole run gives."""
+    whole horizon where it does not fit. The approximate run has the timed runs' threads;
+    an exact run computed here (its history could not be read) the reference's, so every
+    value is the one a whole run gives."""
     observed, hmm = exact.observations, approximation.hmm
     T = hmm.transition
     chunk = history_steps(observed.size, hmm.n_states)
     approx = filtering_chunks(hmm, observed, chunk=chunk, prune=approximation.prune)
-    lockstep = exact.run and exact.beliefs is None
-    exacts = filtering_chunks(model.hmm, observed, chunk=chunk) if lockstep else None
     tv, errors, work = [], [], []
     log_evidence, zero_evidence, previous, last = exact.log_evidence, 0, None, None
-    while True:
-        with _timing_threads(timing):
-            part = next(approx, None)
-        if part is None:
-            break
-        if lockstep:
-            exact_part = next(exacts)
-            reference, log_evidence = exact_part.beliefs, exact_part.log_evidence
-        elif exact.beliefs is not None:
-            reference = exact.beliefs[part.start : part.start + part.beliefs.shape[0]]
-        else:
-            reference = np.nan
-        tv.append(total_variation(reference, part.beliefs))
-        errors.append(
-            step_errors(
-                approximation.prior_error,
-                approximation.row_error,
-                part.beliefs,
-                part.pruned,
-                previous=previous,
+    with _exact_chunks(model, exact, chunk) as exacts:
+        while True:
+            with _timing_threads(timing):
+                part = next(approx, None)
+            if part is None:
+                break
+            reference, log_evidence = next(exacts)
+            tv.append(total_variation(reference, part.beliefs))
+            errors.append(
+                step_errors(
+                    approximation.prior_error,
+                    approximation.row_error,
+                    part.beliefs,
+                    part.pruned,
+                    previous=previous,
+                )
             )
-        )
-        before = part.beliefs[:-1] if previous is None else [previous, *part.beliefs[:-1]]
-        work.extend(step_work(T, row != 0) for row in before)
-        zero_evidence += int(part.zero.sum())
-        previous, last = part.beliefs[-1].copy(), part
+            before = part.beliefs[:-1] if previous is None else [previous, *part.beliefs[:-1]]
+            work.extend(step_work(T, row != 0) for row in before)
+            zero_evidence += int(part.zero.sum())
+            previous, last = part.beliefs[-1].copy(), part
     return Accuracy(
         np.concatenate(tv),
         np.concatenate(errors),
