@@ -3,8 +3,9 @@
     python benchmarks/cell_memory.py [n_states ...]   # default 100000 1000000 10000000
 
 For each structured scale family (Bell, peaked) and size, a fresh process runs the cells of
-one model as a worker does (``plan.run_model``: build, Doeblin gamma, the exact reference,
-top-0.9, prediction over 50 steps with its exact run in lockstep, timing off) and reports
+one model as a worker does (``plan.run_model``: build, Doeblin gamma, the exact reference
+(at 10^7 states its history goes to disk), top-0.9, prediction over 50 steps read against
+it chunk by chunk, timing off) and reports
 its peak resident memory (``ru_maxrss``: everything the cell held at once, the
 interpreter and its libraries included; measured before the model is built a second time
 for its size), the bytes of the exact model's arrays, the
