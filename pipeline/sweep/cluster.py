@@ -46,7 +46,9 @@ IN_MEMORY = {"distributed.worker.memory.target": False, "distributed.worker.memo
 """A started cluster's workers keep task results in memory, never spilled to disk: a sweep's
 results are models and approximations that its running tasks hold, so spilling one frees
 nothing and reading it back makes a second copy (distributed spills from 70% of a worker's
-memory, which a 10^7-state cell passes). Pausing at 80% and restarting at 95% stay."""
+memory, which a 10^7-state cell passes), whose arrays may come back unaligned, which numpy
+sums in other blocks (a stored mean moved by 2e-15). Pausing at 80% and restarting at 95%
+stay."""
 
 
 class NoWorkers(RuntimeError):

@@ -171,6 +171,10 @@ def test_a_history_that_cannot_be_written_whole_leaves_no_file(tmp_path, monkeyp
         spill.file = open("/dev/full", "wb")  # a full disk (Spill closes it)
         assert spill.write(np.ones((rows, 2))) is (rows == 1)
         assert spill.close() is None and list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    spill = spilled.Spill((3, 2))  # a directory it cannot write to
+    assert not spill.write(np.ones((3, 2))) and spill.close() is None
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     spill = spilled.Spill((3, 2))
     assert spill.write(np.ones((3, 2)))
     history = spill.close()

@@ -83,9 +83,12 @@ class Spill:
     a full disk. The file is removed once that history is released in this process."""
 
     def __init__(self, shape: tuple[int, int]):
-        self.shape = tuple(shape)
-        descriptor, self.path = tempfile.mkstemp(prefix="exact-history-", dir=_local_directory())
-        self.file = os.fdopen(descriptor, "wb")
+        self.shape, self.path, self.file = tuple(shape), None, None
+        with contextlib.suppress(OSError):  # a directory it cannot write: nothing is kept
+            descriptor, self.path = tempfile.mkstemp(
+                prefix="exact-history-", dir=_local_directory()
+            )
+            self.file = os.fdopen(descriptor, "wb")
 
     def write(self, rows: np.ndarray) -> bool:
         """Append ``rows`` (k, n_states); False once a write has failed (nothing is kept)."""
