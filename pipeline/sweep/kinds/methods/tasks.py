@@ -420,8 +420,8 @@ def run_cell(
     (``exact.run`` false) only the approximation is timed and TV, speedup
     and evidence error are NaN: the certificate is then the measure of the
     error. Bounds are for prediction; the certificate is NaN when filtering. The
-    accuracy pass runs exact and approximate inference in lockstep, chunk by chunk
-    (``_accuracy``), the timing pass each side alone (``_timed_runs``). The worker's peak
+    accuracy pass holds the approximate run against the exact one chunk by chunk
+    (``_accuracy``), the timing pass runs each side alone (``_timed_runs``). The worker's peak
     resident memory while the cell runs is stored beside its ``estimate`` (bytes, NaN: none).
     """
     measured = resident.reset_peak()
