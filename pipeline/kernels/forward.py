@@ -228,11 +228,9 @@ PREFETCH_STATES = 2**18
 """A CSR step whose output has at least this many states (2 MiB, four times a core's L2
 cache on this VM) asks for each entry's output line ``PREFETCH_DISTANCE`` entries before it
 adds to it (``_scatter_far``): out of cache a scatter waits on memory, and its reads of the
-output are otherwise issued only when the entry is reached. ``benchmarks/far_scatter.py``
-on the structured Bell (5 consecutive columns a row at a random place) and peaked (16
-random columns) rows, one thread, against the step without (docs/benchmarks.md): 1.27-1.33x
-at 3 x 10^5 states, 1.5-1.6x at 10^6, 1.2-1.4x at 10^7 over two runs; at 10^5 Bell's rows
-lose (0.65-0.94x), hence the threshold."""
+output are otherwise issued only when the entry is reached. Below it the hint costs more
+than it saves; ``benchmarks/far_scatter.py`` measures both sides of the threshold
+(docs/benchmarks.md)."""
 PREFETCH_DISTANCE = 64
 
 

@@ -1,5 +1,6 @@
 """The plan and its tasks, run in this process (the cluster runs are in test_sweep)."""
 
+import pickle
 import tempfile
 import tracemalloc
 from pathlib import Path
@@ -159,6 +160,10 @@ def test_a_cell_in_chunks_measures_what_a_whole_history_does(
         assert values["runtime_exact"].shape == (31,) and np.isfinite(values["runtime_exact"]).all()
     path = Path(history.path)
     assert path.stat().st_size == whole.beliefs.nbytes
+    copy = pickle.loads(pickle.dumps(history))  # as sent to another worker
+    assert (copy.path, copy.shape) == (history.path, history.shape)
+    del copy
+    assert path.exists()  # a copy never removes the file
     del chunked, history, exact
     assert not path.exists()  # removed with the reference that wrote it
 

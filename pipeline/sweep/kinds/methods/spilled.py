@@ -19,19 +19,18 @@ import weakref
 from collections.abc import Iterator
 
 import numpy as np
+from distributed import get_worker
 
 DTYPE = np.dtype(np.float64)
 
 
 class SpilledHistory:
     """Beliefs of shape ``shape`` (steps, n_states), float64 in C order, in the file ``path``
-    on the machine ``host``. A copy sent to another process never removes the file."""
+    on the machine ``host``. Only the object ``Spill.close`` returns removes the file: a
+    copy sent to another process does not."""
 
     def __init__(self, path: str, shape: tuple[int, int], host: str):
         self.path, self.shape, self.host = path, tuple(shape), host
-
-    def __reduce__(self):
-        return type(self), (self.path, self.shape, self.host)
 
     @property
     def nbytes(self) -> int:
@@ -69,9 +68,7 @@ class Reader:
 
 def _local_directory() -> str:
     """The running Dask worker's local directory; outside a worker, the temporary one."""
-    with contextlib.suppress(ImportError, ValueError):
-        from distributed import get_worker
-
+    with contextlib.suppress(ValueError):  # not in a worker
         return get_worker().local_directory
     return tempfile.gettempdir()
 
