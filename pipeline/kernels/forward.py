@@ -17,6 +17,10 @@ a new layout is one class and its two overloads here. Each step reads the
 monotonic clock to record the cumulative runtime. Belief pruning (keep the top-p states
 after every step) runs inside the loop.
 
+The loops read their layouts without bounds checks (numba's default): a layout is made only
+from a matrix ``pipeline.operators`` admitted, whose every index was checked against its
+shape (``pipeline.operators.check_structure``), never from raw arrays.
+
 The layouts, their steps and the recursions stay in this one module, longer than the
 package's others: numba's cache checks only the source file of the cached function, so a
 step moved to another file could be edited while a stale compiled recursion that inlined

@@ -105,6 +105,30 @@ def check_model(family: str, n_states: int, **params) -> None:
         check(int(n_states), **params)
 
 
+def verify_model(family: str, n_states: int, **params) -> None:
+    """Raise ``ParameterError`` (or a plug-in's ``ValueError``) unless ``build_model`` makes a
+    valid model: the family's ``verify``, which reads what ``build`` reads (a model file in
+    full), else its cheap ``check``."""
+    check_model(family, n_states, **params)
+    verify = getattr(_family(family), "verify", None)
+    if verify is not None:
+        verify(int(n_states), **params)
+
+
+def model_bytes(family: str, **params) -> int | None:
+    """The memory of ``family``'s model in a worker, from its ``model_bytes`` (a model file's
+    headers), or None where the family gives none."""
+    estimate = getattr(_family(family), "model_bytes", None)
+    return None if estimate is None else int(estimate(**params))
+
+
+def model_fingerprint(family: str, **params) -> str | None:
+    """What identifies ``family``'s model beyond ``params`` (a model file's content hash,
+    the family's ``fingerprint``), or None where the parameters say it all."""
+    fingerprint = getattr(_family(family), "fingerprint", None)
+    return None if fingerprint is None else str(fingerprint(**params))
+
+
 def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
     """Build the HMM of ``family`` with ``n_states`` states, deterministically from ``seed``.
 
@@ -134,5 +158,8 @@ __all__ = [
     "family_parameters",
     "fixed_size",
     "gamma_exact_max_states",
+    "model_bytes",
+    "model_fingerprint",
     "seeded",
+    "verify_model",
 ]

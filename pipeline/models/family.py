@@ -38,7 +38,15 @@ class Family(Protocol):
     - ``SEEDED``: whether models depend on ``seed`` [True]; one that does not is built once
       for every seed of a sweep;
     - ``GAMMA_EXACT_MAX_STATES``: the most states for which the exact minimal mixing rate
-      is affordable [no limit]; above it the Doeblin lower bound stands in.
+      is affordable [no limit]; above it the Doeblin lower bound stands in;
+    - ``verify(n_states, **params)``: raise ``ParameterError`` unless ``build`` would make a
+      valid model, reading what it reads (a model file's matrices, in full); a sweep runs
+      it once per model before any cluster starts [``check`` is enough];
+    - ``model_bytes(**params) -> int``: the model's memory in a worker, estimated without
+      building it, for a family whose size its parameters fix [measured by building small
+      models];
+    - ``fingerprint(**params) -> str``: what identifies the model beyond its parameters (a
+      model file's content hash), kept in a sweep store's identity [the parameters alone].
     """
 
     def build(self, n_states: int, seed: int = 0, **params) -> HMM: ...

@@ -11,9 +11,14 @@ matrix stored as the arrays ``scipy.sparse.save_npz`` writes, each prefixed with
 matrix's name and an underscore: ``transition_data``, ``transition_indices``,
 ``transition_indptr``, ``transition_shape`` and ``transition_format`` for CSR (the same for
 CSC and BSR; ``_row`` and ``_col`` instead of the indices for COO, ``_offsets`` for DIA).
-The ``HMM`` container then validates them: a wrong shape, a negative entry or a row that
-does not sum to 1 is a one-line ``ValueError`` naming the array and the row. A sparse
-matrix is kept sparse (as CSR), so every method runs on it in its own cost.
+Nothing is trusted: the path must be a regular file (not a FIFO or a device); each
+array's header is read first, and an array that declares more bytes than the archive holds
+for it (a truncated or forged file) is refused before anything is allocated; a sparse
+matrix's index arrays are checked in full before anything reads its entries
+(``pipeline.operators.check_structure``); the ``HMM`` container then validates the values.
+Every problem is a one-line ``ParameterError`` at ``path`` naming the file, the array and
+what is allowed. A sparse matrix is kept sparse (as CSR), so every method runs on it in its
+own cost.
 
 A categorical HMM fitted with hmmlearn exports in three lines::
 
@@ -29,14 +34,22 @@ A categorical HMM fitted with hmmlearn exports in three lines::
 
     file.save("mine.npz", prior, sp.csr_array(transition), emission)
 
-``n_states`` must be the file's (``size`` reads it from the prior's shape without
-loading the matrices). The family has no randomness: ``seed`` is ignored.
+``n_states`` must be the file's (``size`` reads it from the prior's header without
+loading the matrices). ``verify`` reads and validates the whole model, ``model_bytes``
+estimates its memory from the headers and ``fingerprint`` hashes the file's contents: what
+a sweep checks before any cluster starts and keeps in its store's identity. The family has
+no randomness: ``seed`` is ignored.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import math
 import os
+import stat
 import zipfile
+import zlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -65,52 +78,40 @@ GAMMA_EXACT_MAX_STATES = float("inf")
 rate reads them as they are stored, materialising nothing (unlike a ``LowRank``, see
 ``pipeline.models.kernel``). The sweep's ``gamma_exact_max_states`` bounds its time."""
 
+READ_ERRORS = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
+"""What reading a damaged archive or member raises (numpy's and zipfile's errors differ)."""
 
-def _sparse_format(archive: np.lib.npyio.NpzFile, name: str) -> str | None:
-    """The format of the sparse matrix ``name`` in ``archive``, or None if stored dense."""
-    if f"{name}_format" not in archive.files:
-        return None
-    found = archive[f"{name}_format"].item()
-    return found.decode("ascii") if isinstance(found, bytes) else str(found)
-
-
-def _sparse_parts(archive: np.lib.npyio.NpzFile, name: str, kind: str) -> list[str]:
-    """The arrays a sparse matrix ``name`` of format ``kind`` is stored as."""
-    if kind == "coo" and f"{name}_coords" in archive.files:
-        return ["data", "shape", "coords"]
-    return ["data", "shape", *SPARSE_PARTS[kind]]
+HEADERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+"""The ``.npy`` header versions read (``numpy.savez`` writes 1.0, and 2.0 for huge headers)."""
 
 
-def _missing(archive: np.lib.npyio.NpzFile, name: str) -> str | None:
-    """Why ``archive`` holds no matrix ``name`` in the format, or None if it does."""
-    if name in archive.files:
-        return None
-    kind = _sparse_format(archive, name)
-    if kind is None:
-        return (
-            f"has no array {name!r} (dense, or a scipy.sparse matrix as {name}_data, "
-            f"{name}_format, ...)"
-        )
-    if kind not in SPARSE_PARTS:
-        return f"stores {name!r} as {kind!r}; allowed: {', '.join(SPARSE_PARTS)}"
-    parts = _sparse_parts(archive, name, kind)
-    absent = [f"{name}_{part}" for part in parts if f"{name}_{part}" not in archive.files]
-    return f"stores {name!r} as {kind} without {', '.join(absent)}" if absent else None
+def _error(path, message: str) -> ParameterError:
+    return ParameterError("path", f"{str(path)!r}: {message}")
 
 
 def _open(path: str | os.PathLike | None) -> np.lib.npyio.NpzFile:
-    """The archive at ``path``; ``ParameterError("path", ...)`` when it is unset, missing or
-    no ``.npz`` archive."""
+    """The archive at ``path``; ``ParameterError("path", ...)`` when it is unset, missing, no
+    regular file (a FIFO or a device would block or never end) or no ``.npz`` archive."""
     if path is None:
         raise ParameterError(
             "path", "the file family needs path= an .npz archive of prior, transition, emission"
         )
-    if not os.path.exists(path):
-        raise ParameterError("path", f"the file family's path {str(path)!r} does not exist")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ParameterError(
+            "path", f"the file family's path {str(path)!r} does not exist"
+        ) from None
+    except OSError as error:
+        raise _error(path, f"cannot be read ({error.strerror or type(error).__name__})") from None
+    if not stat.S_ISREG(mode):
+        raise _error(path, "is not a regular file; the file family needs an .npz archive")
     try:
         archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
-        # A folder, an unreadable file, or one that is no archive (numpy's errors differ).
+    except READ_ERRORS as error:
         raise ParameterError(
             "path",
             f"the file family cannot read {str(path)!r} as an .npz archive "
@@ -125,17 +126,102 @@ def _open(path: str | os.PathLike | None) -> np.lib.npyio.NpzFile:
     return archive
 
 
+def _header(archive: np.lib.npyio.NpzFile, key: str, path) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype the array ``key`` declares, read from its header alone; refused
+    when it is no ``.npy`` array, holds objects, or declares more bytes than the archive
+    holds for it (a truncated or forged member that would allocate them)."""
+    member = f"{key}.npy" if f"{key}.npy" in archive.zip.namelist() else key
+    try:
+        size = archive.zip.getinfo(member).file_size
+        with archive.zip.open(member) as stream:
+            version = np.lib.format.read_magic(stream)
+            if version not in HEADERS:
+                raise ValueError(f"unsupported .npy version {version}")
+            shape, _, dtype = HEADERS[version](stream)
+            size -= stream.tell()
+    except READ_ERRORS as error:
+        raise _error(path, f"{key} is no readable .npy array ({error})") from None
+    if dtype.hasobject:
+        raise _error(path, f"{key} holds Python objects; allowed: numeric arrays")
+    declared = math.prod(shape) * dtype.itemsize
+    if declared > size:
+        raise _error(
+            path,
+            f"{key} declares shape {shape} of {dtype} ({declared:,} bytes) but holds "
+            f"{size:,}; the archive is truncated or damaged",
+        )
+    return shape, dtype
+
+
+def _read(archive: np.lib.npyio.NpzFile, key: str, path) -> np.ndarray:
+    """The array ``key``, once its header passed ``_header``."""
+    _header(archive, key, path)
+    try:
+        return archive[key]
+    except READ_ERRORS as error:
+        raise _error(path, f"{key} cannot be read ({type(error).__name__}: {error})") from None
+
+
+def _sparse_format(archive: np.lib.npyio.NpzFile, name: str, path) -> str | None:
+    """The format of the sparse matrix ``name`` in ``archive``, or None if stored dense."""
+    if f"{name}_format" not in archive.files:
+        return None
+    found = _read(archive, f"{name}_format", path)
+    if found.size != 1 or found.dtype.kind not in "SU":
+        raise _error(path, f"{name}_format must be one string; allowed: {', '.join(SPARSE_PARTS)}")
+    found = found.item()
+    return found.decode("ascii", "replace") if isinstance(found, bytes) else str(found)
+
+
+def _sparse_parts(archive: np.lib.npyio.NpzFile, name: str, kind: str) -> list[str]:
+    """The arrays a sparse matrix ``name`` of format ``kind`` is stored as."""
+    if kind == "coo" and f"{name}_coords" in archive.files:
+        return ["data", "shape", "coords"]
+    return ["data", "shape", *SPARSE_PARTS[kind]]
+
+
+def _missing(archive: np.lib.npyio.NpzFile, name: str, path) -> str | None:
+    """Why ``archive`` holds no matrix ``name`` in the format, or None if it does."""
+    if name in archive.files:
+        return None
+    kind = _sparse_format(archive, name, path)
+    if kind is None:
+        return (
+            f"has no array {name!r} (dense, or a scipy.sparse matrix as {name}_data, "
+            f"{name}_format, ...)"
+        )
+    if kind not in SPARSE_PARTS:
+        return f"stores {name!r} as {kind!r}; allowed: {', '.join(SPARSE_PARTS)}"
+    parts = _sparse_parts(archive, name, kind)
+    absent = [f"{name}_{part}" for part in parts if f"{name}_{part}" not in archive.files]
+    return f"stores {name!r} as {kind} without {', '.join(absent)}" if absent else None
+
+
+def _check_arrays(archive: np.lib.npyio.NpzFile, path) -> None:
+    for name in ARRAYS:
+        why = _missing(archive, name, path)
+        if why is not None:
+            raise ParameterError("path", f"{str(path)!r} {why}")
+
+
+def _shape(archive: np.lib.npyio.NpzFile, name: str, path) -> tuple[int, ...]:
+    """The shape a sparse matrix ``name`` declares (``<name>_shape``): 2 integers >= 0."""
+    shape = _read(archive, f"{name}_shape", path)
+    if shape.shape != (2,) or shape.dtype.kind not in "iu" or (shape < 0).any():
+        raise _error(
+            path, f"{name}_shape is {shape.tolist()}; allowed: two integers >= 0 (rows, columns)"
+        )
+    return int(shape[0]), int(shape[1])
+
+
 def _read_size(path: str | os.PathLike | None) -> int:
-    """The number of states of the archive at ``path``, from the prior's shape;
+    """The number of states of the archive at ``path``, from the prior's header;
     ``ParameterError("path", ...)`` when it is unset, missing, unreadable or lacks an array."""
     with _open(path) as archive:
-        for name in ARRAYS:
-            why = _missing(archive, name)
-            if why is not None:
-                raise ParameterError("path", f"{str(path)!r} {why}")
+        _check_arrays(archive, path)
         if "prior" not in archive.files:
-            return int(archive["prior_shape"][-1])
-        shape = archive["prior"].shape
+            return _shape(archive, "prior", path)[-1]
+        shape, _ = _header(archive, "prior", path)
     if len(shape) != 1:
         raise ParameterError(
             "path", f"{str(path)!r}: prior has shape {shape}; it must be (n_states,)"
@@ -144,14 +230,15 @@ def _read_size(path: str | os.PathLike | None) -> int:
 
 
 def size(*, path: str | None = None) -> int:
-    """The number of states of the HMM stored at ``path``, from the prior's shape (the
+    """The number of states of the HMM stored at ``path``, from the prior's header (the
     matrices are not read)."""
     return _read_size(path)
 
 
 def check(n_states: int, *, path: str | None = None) -> None:
     """Raise ``ParameterError`` unless ``path`` is an archive of the format holding an HMM of
-    ``n_states`` states. Cheap: only the prior is read, not the matrices."""
+    ``n_states`` states. Cheap: only the headers and the prior's shape are read, not the
+    matrices (``verify`` reads them)."""
     held = _read_size(path)
     if held != n_states:
         raise ParameterError(
@@ -159,30 +246,82 @@ def check(n_states: int, *, path: str | None = None) -> None:
         )
 
 
-def _matrix(archive: np.lib.npyio.NpzFile, name: str):
-    """The array ``name``: dense, or the scipy.sparse array its parts make."""
-    kind = _sparse_format(archive, name)
+def _matrix(archive: np.lib.npyio.NpzFile, name: str, path):
+    """The array ``name``: dense, or the scipy.sparse array its parts make (its structure
+    unchecked yet: ``HMM`` checks it before anything reads its entries)."""
+    kind = _sparse_format(archive, name, path)
     if kind is None:
-        return archive[name]
-    part = {key: archive[f"{name}_{key}"] for key in _sparse_parts(archive, name, kind)}
-    shape = tuple(int(k) for k in part["shape"])
-    if kind == "coo":
-        coords = part["coords"] if "coords" in part else (part["row"], part["col"])
-        return sp.coo_array((part["data"], tuple(coords)), shape=shape)
-    if kind == "dia":
-        return sp.dia_array((part["data"], part["offsets"]), shape=shape)
-    cls = {"csr": sp.csr_array, "csc": sp.csc_array, "bsr": sp.bsr_array}[kind]
-    return cls((part["data"], part["indices"], part["indptr"]), shape=shape)
+        return _read(archive, name, path)
+    parts = _sparse_parts(archive, name, kind)
+    part = {key: _read(archive, f"{name}_{key}", path) for key in parts if key != "shape"}
+    shape = _shape(archive, name, path)
+    for key, values in part.items():  # scipy would cast them, fractions and NaN included
+        if key != "data" and values.dtype.kind not in "iu":
+            raise _error(path, f"{name}_{key} is {values.dtype}; allowed: integers")
+    try:
+        if kind == "coo":
+            coords = part["coords"] if "coords" in part else (part["row"], part["col"])
+            return sp.coo_array((part["data"], tuple(coords)), shape=shape)
+        if kind == "dia":
+            return sp.dia_array((part["data"], part["offsets"]), shape=shape)
+        cls = {"csr": sp.csr_array, "csc": sp.csc_array, "bsr": sp.bsr_array}[kind]
+        return cls((part["data"], part["indices"], part["indptr"]), shape=shape)
+    except (ValueError, TypeError) as error:  # scipy's own checks of lengths and shapes
+        raise _error(path, f"{name} is no valid {kind.upper()} matrix ({error})") from None
 
 
 def build(n_states: int, seed: int = 0, *, path: str | None = None) -> HMM:
     """The HMM stored at ``path`` (see the module docstring; ``seed`` is ignored)."""
     check(n_states, path=path)
-    with np.load(path, allow_pickle=False) as archive:
-        prior, transition, emission = (_matrix(archive, name) for name in ARRAYS)
-    if sp.issparse(prior) and (prior.ndim == 1 or prior.shape[0] == 1):
-        prior = prior.toarray().ravel()
-    return HMM(prior, transition, emission)
+    with _open(path) as archive:
+        prior, transition, emission = (_matrix(archive, name, path) for name in ARRAYS)
+    try:
+        if sp.issparse(prior):
+            if prior.ndim != 1 and prior.shape[0] != 1:
+                raise ValueError(f"prior has shape {prior.shape}; it must be (n_states,)")
+            prior = prior.toarray().ravel()
+        return HMM(prior, transition, emission)
+    except (ValueError, TypeError, MemoryError) as error:
+        raise _error(path, str(error).splitlines()[0]) from None
+
+
+def verify(n_states: int, *, path: str | None = None) -> None:
+    """Raise ``ParameterError`` unless ``build`` makes a valid HMM of the file: everything
+    read and checked, as a sweep does once before any cluster starts."""
+    build(n_states, path=path)
+
+
+def model_bytes(*, path: str | None = None) -> int:
+    """The bytes the HMM at ``path`` takes in a worker, from the arrays' headers alone: 8 a
+    value of a dense array, 16 a stored value of a sparse one (the value, its index, and
+    what the compiled layout keeps beside them), the transition counted twice (the matrix
+    and its layout)."""
+    total = 0
+    with _open(path) as archive:
+        _check_arrays(archive, path)
+        for name, times in zip(ARRAYS, (1, 2, 1), strict=True):
+            dense = name in archive.files
+            shape, _ = _header(archive, name if dense else f"{name}_data", path)
+            total += times * math.prod(shape) * (8 if dense else 16)
+    return total
+
+
+def fingerprint(*, path: str | None = None) -> str:
+    """The SHA-256 of the file at ``path``: a store's identity holds it, so a file replaced
+    between a run and its resume is refused rather than mixed into one store. Hashed once
+    per process while the file keeps its inode, size and modification time."""
+    _open(path).close()
+    found = os.stat(path)
+    return _sha256(os.path.realpath(path), found.st_ino, found.st_size, found.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _sha256(path: str, inode: int, size: int, modified: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(2**24):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def save(path: str | os.PathLike, prior, transition, emission, *, compressed: bool = False) -> None:

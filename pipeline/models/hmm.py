@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.operators import Matrix, as_operator, check_entries, layout, row_sums
+from pipeline.operators import Matrix, as_operator, check_entries, check_real, layout, row_sums
 
 ROW_SUM_TOLERANCE = 1e-9
 """How far a probability row's sum may stray from 1."""
@@ -81,6 +81,7 @@ class HMM:
     def __post_init__(self) -> None:
         if sp.issparse(self.prior):
             raise TypeError("prior must be a dense 1-D array, not a sparse matrix")
+        check_real(self.prior, "prior")
         prior = np.ascontiguousarray(self.prior, dtype=np.float64)
         if prior.ndim != 1 or prior.size == 0:
             raise ValueError(f"prior must be a non-empty 1-D array, got shape {prior.shape}")

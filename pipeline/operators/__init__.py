@@ -17,7 +17,12 @@ function each, registered by every format): ``as_operator``, ``check_entries``,
 ``stored_entries``, ``count_nonzero``, ``step_work``, ``layout`` (what the
 compiled forward recursion reads), ``batch_products`` (the products of a batched
 forward-backward recursion, ``pipeline.hmmlm``), ``mixing_rate_part``,
-``doeblin_lower_bound``, ``peaks`` and ``row_blocks`` (for row selection). This package is the only
+``doeblin_lower_bound``, ``peaks`` and ``row_blocks`` (for row selection).
+
+Every matrix enters through ``as_operator`` (or a structured format's constructor), which
+checks it before anything reads its entries: real values (``check_real``), and for sparse
+input every index array in full (``check_structure``), so the compiled kernels, which run
+without bounds checks, never see an index outside the shape. This package is the only
 place that asks which format a matrix has: a new format is one module that
 registers these, plus its contract tests (``tests/operators``).
 
@@ -40,6 +45,7 @@ from pipeline.operators.base import (
     as_operator,
     batch_products,
     check_entries,
+    check_real,
     columns,
     count_nonzero,
     doeblin_lower_bound,
@@ -54,7 +60,7 @@ from pipeline.operators.base import (
     stored_entries,
     toarray,
 )
-from pipeline.operators.csr import entry_rows
+from pipeline.operators.csr import check_structure, entry_rows
 from pipeline.operators.lowrank import LowRank
 from pipeline.operators.structured import SparsePlusRankOne
 
@@ -72,6 +78,8 @@ __all__ = [
     "as_operator",
     "batch_products",
     "check_entries",
+    "check_real",
+    "check_structure",
     "columns",
     "count_nonzero",
     "doeblin_lower_bound",

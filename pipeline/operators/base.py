@@ -8,7 +8,7 @@ matrix of shape (n, m) is row-stochastic where the pipeline uses it: row ``i`` i
 Beside the operations: what some of them return (``Peaks``, ``Products``, and the row
 blocks of a selection, ``DenseRows`` and ``SparseRows``), the limits on the work a
 format may do for one (``BLOCK_ENTRIES``, ``MAX_GENERATED``), and the error helpers
-the formats share (``bad_entry``, ``check_factors``).
+the formats share (``bad_entry``, ``check_real``, ``check_factors``).
 """
 
 from __future__ import annotations
@@ -106,6 +106,15 @@ def bad_entry(name: str, row: int, column: int, value: float, *, vector: bool) -
     return ValueError(f"{where} = {float(value):.12g}; entries must be finite and non-negative")
 
 
+def check_real(values: np.ndarray, name: str) -> None:
+    """Raise ``ValueError`` unless ``values`` holds real numbers (booleans, integers or
+    floats): complex entries are refused rather than cast, which would drop their imaginary
+    parts, and so are objects and strings."""
+    kind = np.asarray(values).dtype
+    if kind.kind not in "biuf":
+        raise ValueError(f"{name} has {kind} entries; allowed: real numbers")
+
+
 def check_factors(name: str, **factors: np.ndarray) -> None:
     """Raise ``ValueError`` naming the first negative or non-finite entry of any factor of a
     factored format (``name.factor[index]``): factors must be finite and non-negative."""
@@ -127,7 +136,7 @@ def as_operator(matrix, name: str = "matrix"):
     Anything else array-like becomes a dense array; ``ValueError`` names ``name``
     when it is not 2-D.
     """
-    return as_operator(np.asarray(matrix, dtype=np.float64), name)
+    return as_operator(np.asarray(matrix), name)
 
 
 @singledispatch

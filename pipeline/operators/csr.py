@@ -27,8 +27,102 @@ def entry_rows(indptr: np.ndarray, dtype=np.intp) -> np.ndarray:
     return np.repeat(np.arange(indptr.size - 1, dtype=dtype), np.diff(indptr))
 
 
-def canonical(matrix) -> sp.csr_array:
-    """``matrix`` as a float64 CSR array with sorted indices and no duplicates."""
+COMPRESSED = {
+    "csr": ("row", "column"),
+    "csc": ("column", "row"),
+    "bsr": ("block row", "block column"),
+}
+"""The compressed sparse formats, and what their ``indptr`` and ``indices`` run over."""
+
+
+def _check_integers(values: np.ndarray, name: str) -> None:
+    if values.ndim != 1 or values.dtype.kind not in "iu":
+        raise ValueError(
+            f"{name} is {values.dtype} of shape {values.shape}; allowed: a 1-D integer array"
+        )
+
+
+def _check_range(values: np.ndarray, name: str, stop: int, what: str) -> None:
+    """Every entry of ``values`` in ``0..stop - 1``, else ``ValueError`` naming the first."""
+    bad = (values < 0) | (values >= stop)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name}[{k}] = {values[k]} is out of range; allowed: a {what} in 0..{stop - 1}"
+        )
+
+
+def _check_compressed(matrix, name: str) -> None:
+    """``indptr`` non-decreasing from 0 to the number of stored entries, one pointer per
+    row (column for CSC, block row for BSR) and one more, every index within the shape."""
+    major, minor = matrix.shape if matrix.format != "csc" else matrix.shape[::-1]
+    if matrix.format == "bsr":
+        rows, cols = matrix.blocksize
+        major, minor = major // rows, minor // cols
+        if matrix.data.ndim != 3 or matrix.data.shape[1:] != (rows, cols):
+            raise ValueError(
+                f"{name} data has shape {matrix.data.shape}; allowed: (blocks, {rows}, {cols})"
+            )
+    elif matrix.data.ndim != 1:
+        raise ValueError(f"{name} data has shape {matrix.data.shape}; allowed: 1-D")
+    indptr, indices = matrix.indptr, matrix.indices
+    _check_integers(indptr, f"{name} indptr")
+    _check_integers(indices, f"{name} indices")
+    over, within = COMPRESSED[matrix.format]
+    if indptr.size != major + 1:
+        raise ValueError(
+            f"{name} indptr has {indptr.size} entries; a {matrix.format.upper()} matrix of shape "
+            f"{matrix.shape} has {major + 1} (one per {over}, and one more)"
+        )
+    stored = indices.size
+    if matrix.data.shape[0] != stored:
+        raise ValueError(
+            f"{name} stores {stored} indices and {matrix.data.shape[0]} values; allowed: as many"
+        )
+    if indptr[0] != 0:
+        raise ValueError(f"{name} indptr starts at {indptr[0]}; allowed: 0")
+    down = np.flatnonzero(np.diff(indptr) < 0)
+    if down.size:
+        k = int(down[0])
+        raise ValueError(
+            f"{name} indptr decreases from {indptr[k]} to {indptr[k + 1]} at {k + 1}; "
+            "allowed: a non-decreasing sequence"
+        )
+    if indptr[-1] > stored:
+        raise ValueError(
+            f"{name} indptr ends at {indptr[-1]}; allowed: at most the {stored} stored entries"
+        )
+    _check_range(indices[: indptr[-1]], f"{name} indices", minor, within)
+
+
+def check_structure(matrix, name: str = "matrix") -> None:
+    """Raise ``ValueError`` naming ``name`` and its first malformed part unless the
+    ``scipy.sparse`` matrix ``matrix`` is well formed: real entries, index arrays of
+    integers, ``indptr`` non-decreasing from 0 with one pointer per row (CSR), column (CSC)
+    or block row (BSR) and one more, every index and coordinate within the shape. O(nnz).
+
+    The gate before anything reads a sparse matrix's entries: scipy's constructors check
+    only the index arrays' lengths (``check_format(full_check=False)``) and converting a
+    malformed matrix reads out of bounds, as the compiled kernels would, which run without
+    bounds checks (``pipeline.kernels``).
+    """
+    base.check_real(matrix.data, name)
+    if matrix.format in COMPRESSED:
+        _check_compressed(matrix, name)
+    elif matrix.format == "coo":
+        for axis, coords in enumerate(matrix.coords):
+            _check_integers(coords, f"{name} coords[{axis}]")
+            _check_range(
+                coords, f"{name} coords[{axis}]", matrix.shape[axis], ("row", "column")[axis]
+            )
+    elif matrix.format == "dia":
+        _check_integers(matrix.offsets, f"{name} offsets")
+
+
+def canonical(matrix, name: str = "matrix") -> sp.csr_array:
+    """``matrix`` (any ``scipy.sparse`` format) as a float64 CSR array with sorted indices and
+    no duplicates, once ``check_structure`` passed it."""
+    check_structure(matrix, name)
     csr = sp.csr_array(matrix, dtype=np.float64)
     if not csr.has_canonical_format:
         csr = csr.copy()
@@ -81,7 +175,7 @@ def csr_layout(S: sp.csr_array) -> forward.CsrRows | forward.CsrEntries | forwar
 def _(matrix, name: str = "matrix") -> sp.csr_array:
     if matrix.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got shape {matrix.shape}")
-    return canonical(matrix)
+    return canonical(matrix, name)
 
 
 @base.check_entries.register

@@ -14,6 +14,7 @@ from pipeline.operators import base
 
 @base.as_operator.register
 def _(matrix: np.ndarray, name: str = "matrix") -> np.ndarray:
+    base.check_real(matrix, name)
     dense = np.ascontiguousarray(matrix, dtype=np.float64)
     if dense.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got shape {dense.shape}")

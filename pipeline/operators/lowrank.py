@@ -56,12 +56,14 @@ class LowRank:
     band: sp.csr_array | None = None
 
     def __post_init__(self) -> None:
+        base.check_real(self.left, "left")
+        base.check_real(self.right, "right")
         left = np.ascontiguousarray(self.left, dtype=np.float64)
         right = np.ascontiguousarray(self.right, dtype=np.float64)
         if left.ndim != 2 or right.ndim != 2 or left.shape[1] != right.shape[1]:
             raise ValueError(f"left {left.shape} and right {right.shape} must be (n, F) and (m, F)")
         shape = (left.shape[0], right.shape[0])
-        band = sp.csr_array(shape) if self.band is None else canonical(self.band)
+        band = sp.csr_array(shape) if self.band is None else canonical(self.band, "band")
         if band.shape != shape:
             raise ValueError(f"band has shape {band.shape}; the factors make {shape}")
         object.__setattr__(self, "left", left)

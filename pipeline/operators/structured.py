@@ -47,7 +47,9 @@ class SparsePlusRankOne:
     v: np.ndarray
 
     def __post_init__(self) -> None:
-        sparse = canonical(self.sparse)
+        sparse = canonical(self.sparse, "sparse")
+        base.check_real(self.u, "u")
+        base.check_real(self.v, "v")
         u = np.ascontiguousarray(self.u, dtype=np.float64)
         v = np.ascontiguousarray(self.v, dtype=np.float64)
         if u.shape != (sparse.shape[0],) or v.shape != (sparse.shape[1],):

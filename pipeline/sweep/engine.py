@@ -133,16 +133,20 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Non
 
 
 def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, Grid]:
-    """The kind and grid of a composed config whose store can be written and whose cells fit
-    the workers of the cluster it starts (``own_cluster``); ``ConfigError`` (one line) for a
-    bad value, a store path it cannot use or a cell too large. Reads, never writes."""
+    """The kind and grid of a composed config whose models are valid, whose cells fit the
+    workers of the cluster it starts (``own_cluster``) and whose store can be written;
+    ``ConfigError`` (one line) for a bad value, a cell too large, a model the workers could
+    not read, or a store path it cannot use, in that order. Reads, never writes."""
     kind = kinds.validate(cfg)
     grid = kind.grid(cfg)
+    if own_cluster:
+        _check_memory(kind, cfg, grid, worker_memory(cfg.cluster))
+    verify = getattr(kind, "verify", None)
+    if verify is not None:  # optional: read what the cells will read (a model file)
+        verify(grid)
     check_writable(store)
     check_unlocked(store)
     ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)
-    if own_cluster:
-        _check_memory(kind, cfg, grid, worker_memory(cfg.cluster))
     return kind, grid
 
 

@@ -109,7 +109,10 @@ class SweepKind(Protocol):
     - ``submit(client, grid, cells, *, cfg, store)``: send ``cells`` to the Dask ``client``;
       return each future with the cells its result holds (one result, or a list in order);
       ``store`` is the store's path (a kind may save files beside it);
-    - ``summary(ds)``: the table the sweep prints at its end.
+    - ``summary(ds)``: the table the sweep prints at its end;
+    - optionally ``verify(grid)``: raise ``ConfigError`` unless what the cells will read (a
+      model file) is valid, once, before any cluster starts, and ``check_memory(cfg, grid,
+      limit)``: raise ``ConfigError`` for a cell that cannot fit a worker of ``limit`` bytes.
     """
 
     SCHEMA: Schema

@@ -17,7 +17,7 @@ from distributed.worker_memory import parse_memory_limit
 from omegaconf import OmegaConf
 
 from pipeline.methods import METHODS, PluginError
-from pipeline.models import FAMILIES, ParameterError, check_model
+from pipeline.models import FAMILIES, ParameterError, check_model, verify_model
 from pipeline.results import methods as results
 from pipeline.sweep.cluster import MEMORY, memory_resource
 from pipeline.sweep.config import ConfigError, check_list
@@ -105,6 +105,25 @@ def validate(cfg) -> None:
         raise ConfigError(
             "grid.observe_every", f"{grid.observe_every} is not allowed; allowed: integers >= 1"
         )
+
+
+def verify(grid: MethodsGrid) -> None:
+    """Raise ``ConfigError`` naming the key at fault unless every model of the grid is valid,
+    read as the workers will read it (``pipeline.models.verify_model``: a model file in
+    full, every other family by its cheap check): once, before any cluster starts."""
+    for family in grid.families:
+        for n in grid.sizes[family]:
+            try:
+                verify_model(family, n, **grid.params[family])
+            except ParameterError as error:
+                at = (
+                    "grid.n_states"
+                    if error.parameter == "n_states"
+                    else f"model.{family}.{error.parameter}"
+                )
+                raise ConfigError(at, str(error)) from None
+            except ValueError as error:  # a plug-in's verify may name no parameter
+                raise ConfigError(f"model.{family}", str(error)) from None
 
 
 def check_memory(cfg, grid: MethodsGrid, limit: int) -> None:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from omegaconf import OmegaConf
 
 from pipeline.methods import METHODS
-from pipeline.models import ParameterError, fixed_size
+from pipeline.models import ParameterError, fixed_size, model_fingerprint
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import Grid
 
@@ -95,6 +95,19 @@ def grid_methods(grid) -> dict[str, list]:
     return {str(method): settings for method, settings in methods.items()}
 
 
+def _contents(families, params: dict) -> dict[str, str]:
+    """Each family's ``model_fingerprint`` where it has one (a model file's hash)."""
+    found = {}
+    for family in families:
+        try:
+            fingerprint = model_fingerprint(family, **params[family])
+        except ParameterError as error:
+            raise ConfigError(f"model.{family}.{error.parameter}", str(error)) from None
+        if fingerprint is not None:
+            found[family] = fingerprint
+    return found
+
+
 @dataclass(frozen=True)
 class MethodsGrid(Grid):
     """The grid of a validated config.
@@ -113,6 +126,9 @@ class MethodsGrid(Grid):
     observe_every: int
     params: dict[str, dict]
     """Model parameters of each family of the grid (``model.<family>``)."""
+    contents: dict[str, str]
+    """What identifies a family's model beyond its parameters (a model file's content hash,
+    ``pipeline.models.model_fingerprint``), for the families that have it."""
 
     Cell = Cell
 
@@ -131,6 +147,7 @@ class MethodsGrid(Grid):
             horizon=int(grid.horizon),
             observe_every=int(grid.observe_every),
             params=params,
+            contents=_contents(grid.families, params),
         )
 
     @property
@@ -179,4 +196,4 @@ class MethodsGrid(Grid):
             "horizon": self.horizon,
             "observe_every": self.observe_every,
             "model": self.params,
-        }
+        } | ({"contents": self.contents} if self.contents else {})

@@ -6,8 +6,9 @@ beliefs (at most ``tasks.HISTORY_BYTES`` of them, for the exact and the approxim
 and the observations' likelihoods. Model and approximation are measured at two small sizes
 (``SMALL``) and extrapolated by the power law through them (``n`` for peaks on a
 background, ``n^2`` for dense rows): any family and method, plug-ins included, without a
-formula of their own. Sizes up to ``ESTIMATED_FROM`` are not estimated: their cells are too
-small to matter.
+formula of their own; a family whose parameters fix its model (a file) estimates it itself
+(``pipeline.models.model_bytes``, from the file's headers). Other families' sizes up to
+``ESTIMATED_FROM`` are not estimated: their cells are too small to matter.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pipeline.methods import approximate
-from pipeline.models import build_model, check_model
+from pipeline.models import build_model, check_model, model_bytes
 from pipeline.operators import stored_entries
 from pipeline.sweep.kinds.methods.tasks import HISTORY_BYTES, history_steps
 
@@ -75,11 +76,16 @@ def _extrapolate(sizes: tuple, measured: tuple, n: int) -> float:
     return measured[1] * (n / sizes[1]) ** min(2.0, max(1.0, exponent))
 
 
-def estimate(
-    family: str, n_states: int, params: dict, method: str, setting: float, steps: int
-) -> Estimate | None:
-    """A cell's peak memory, or None where it is too small to estimate or its family cannot
-    be built at the measured sizes (a model read from a file)."""
+def _model_and_approximation(
+    family: str, n_states: int, params: dict, method: str, setting: float
+) -> tuple[float, float] | None:
+    """The bytes of the model and of its approximation: from the family's own estimate where
+    its parameters fix the model (a file's headers; the approximation, which keeps at most
+    the model's entries or a factorisation smaller than it, counted as large as the model),
+    else measured at ``SMALL`` and extrapolated; None where neither is possible."""
+    fixed = model_bytes(family, **params)
+    if fixed is not None:
+        return float(fixed), float(fixed)
     if n_states <= ESTIMATED_FROM:
         return None
     try:
@@ -88,8 +94,18 @@ def estimate(
     except ValueError:
         return None
     models, approximations = _measured(family, json.dumps(params, sort_keys=True), method, setting)
-    model = _extrapolate(SMALL, models, n_states)
-    approximation = _extrapolate(SMALL, approximations, n_states)
+    return _extrapolate(SMALL, models, n_states), _extrapolate(SMALL, approximations, n_states)
+
+
+def estimate(
+    family: str, n_states: int, params: dict, method: str, setting: float, steps: int
+) -> Estimate | None:
+    """A cell's peak memory, or None where it is too small to estimate or its family can
+    neither be built at the measured sizes nor estimate its own model."""
+    found = _model_and_approximation(family, n_states, params, method, setting)
+    if found is None:
+        return None
+    model, approximation = found
     history = history_steps(steps, n_states) * 8 * n_states
     beliefs = 3 * min(history, HISTORY_BYTES) + 8 * n_states * min(steps, 32)  # + likelihoods
     total = WORKER_BYTES + model + approximation + beliefs
