@@ -105,6 +105,14 @@ class Registry(Mapping):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def origin(self, name: str) -> str | None:
+        """The package and version that registers ``name`` (``mypkg 0.1``); None for a
+        built-in (whose version is this package's)."""
+        if name in self._builtins:
+            return None
+        dist = self._discover()[name].dist
+        return f"{dist.name} {dist.version}" if dist is not None else "unknown package"
+
     def lookup(self, name: str) -> object:
         """The object of ``name``; a one-line ``ValueError`` naming the allowed names for an
         unknown one, ``PluginError`` for a plug-in that cannot be used."""

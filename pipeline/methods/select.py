@@ -173,11 +173,12 @@ def kept_mass(P, Q: sp.csr_array) -> np.ndarray:
 
 def selected(hmm: HMM, top: HMM) -> Approximation:
     """The approximation of ``hmm`` by ``top``, whose prior and transition rows are
-    selections of ``hmm``'s: each error is one minus the kept mass (``kept_mass``)."""
+    selections of ``hmm``'s: each error is one minus the kept mass (``kept_mass``), the
+    prior's at least 0 (a prior summing to 1 within rounding may keep a mass just above 1)."""
     return Approximation(
         top,
         prune=1.0,
-        prior_error=float(1.0 - hmm.prior[top.prior > 0].sum()),
+        prior_error=max(0.0, float(1.0 - hmm.prior[top.prior > 0].sum())),
         row_error=1.0 - kept_mass(hmm.transition, top.transition),
     )
 

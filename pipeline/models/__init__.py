@@ -123,10 +123,13 @@ def model_bytes(family: str, **params) -> int | None:
 
 
 def model_fingerprint(family: str, **params) -> str | None:
-    """What identifies ``family``'s model beyond ``params`` (a model file's content hash,
-    the family's ``fingerprint``), or None where the parameters say it all."""
+    """What identifies ``family``'s model beyond ``params``: a plug-in's package and version,
+    and the family's own ``fingerprint`` (a model file's content hash); None where the
+    parameters say it all (a built-in family without a fingerprint)."""
     fingerprint = getattr(_family(family), "fingerprint", None)
-    return None if fingerprint is None else str(fingerprint(**params))
+    parts = [FAMILIES.origin(family), None if fingerprint is None else str(fingerprint(**params))]
+    found = [part for part in parts if part is not None]
+    return ", ".join(found) if found else None
 
 
 def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:

@@ -20,6 +20,7 @@ from distributed import Client, KilledWorker, as_completed, performance_report
 
 from pipeline.results import open_results
 from pipeline.sweep import kinds
+from pipeline.sweep.bounds import check_bounds, check_room
 from pipeline.sweep.cluster import (
     WorkerWatch,
     connect,
@@ -133,18 +134,21 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Non
 
 
 def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, Grid]:
-    """The kind and grid of a composed config whose models are valid, whose cells fit the
-    workers of the cluster it starts (``own_cluster``) and whose store can be written;
-    ``ConfigError`` (one line) for a bad value, a cell too large, a model the workers could
-    not read, or a store path it cannot use, in that order. Reads, never writes."""
+    """The kind and grid of a composed config within its bounds, whose models are valid, whose
+    cells fit the workers of the cluster it starts (``own_cluster``) and whose store can be
+    written; ``ConfigError`` (one line) for a bad value, a grid or store too large
+    (``bounds``), a cell too large, a model the workers could not read, or a store path it
+    cannot use, in that order. Reads, never writes."""
     kind = kinds.validate(cfg)
     grid = kind.grid(cfg)
+    check_bounds(kind.SCHEMA, grid, max_cells=cfg.max_cells)
     if own_cluster:
         _check_memory(kind, cfg, grid, worker_memory(cfg.cluster))
     verify = getattr(kind, "verify", None)
     if verify is not None:  # optional: read what the cells will read (a model file)
         verify(grid)
     check_writable(store)
+    check_room(kind.SCHEMA, grid, store)
     check_unlocked(store)
     ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)
     return kind, grid
@@ -188,12 +192,14 @@ def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
     store that cannot be used (another sweep holds its lock), before any cluster starts."""
     store = Path(store)
     kind, grid = prepare(cfg, store, own_cluster=client is None)
-    with StoreLock(store), _distributed_to_the_log():
-        return _locked(cfg, store, kind, grid, client)
+    with StoreLock(store) as lock, _distributed_to_the_log():
+        return _locked(cfg, store, kind, grid, client, lock)
 
 
-def _locked(cfg, store: Path, kind: SweepKind, grid: Grid, client: Client | None) -> Outcome:
-    """``sweep`` with the store's lock held."""
+def _locked(
+    cfg, store: Path, kind: SweepKind, grid: Grid, client: Client | None, lock: StoreLock
+) -> Outcome:
+    """``sweep`` with the store's lock held (and its folder, once the store exists)."""
     ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)  # as it is now
     known = client is None and worker_memory(cfg.cluster) is not None
     started = (
@@ -208,6 +214,7 @@ def _locked(cfg, store: Path, kind: SweepKind, grid: Grid, client: Client | None
         log.info("Dask dashboard: %s", dashboard_link(client, cfg.cluster))
         attrs = {"config": public_config(cfg), "start_time": now(), **provenance()}
         results = ResultStore.open(store, kind.SCHEMA, grid, attrs, overwrite=cfg.overwrite)
+        lock.hold_store()
         threads = client.run(blas_threads)
         low, high = min(threads.values()), max(threads.values())
         results.update_attrs(

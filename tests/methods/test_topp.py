@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from pipeline.methods import approximate
 from pipeline.methods.topp import kept_mass, topp_hmm, topp_matrix, topp_vector
 from pipeline.metrics import total_variation
 from pipeline.models import build_model
@@ -191,9 +192,18 @@ def test_topp_hmm_applies_definition_4():
     hmm = build_model("dirichlet", 20, seed=4, alpha=0.3)
     top = topp_hmm(hmm, 0.6)
     np.testing.assert_array_equal(top.prior, topp_vector(hmm.prior, 0.6))
-    for original, approximate in ((hmm.transition, top.transition), (hmm.emission, top.emission)):
-        assert isinstance(approximate, sp.csr_array)
-        np.testing.assert_array_equal(approximate.toarray(), topp_matrix(original, 0.6).toarray())
+    for original, kept in ((hmm.transition, top.transition), (hmm.emission, top.emission)):
+        assert isinstance(kept, sp.csr_array)
+        np.testing.assert_array_equal(kept.toarray(), topp_matrix(original, 0.6).toarray())
+
+
+def test_a_prior_kept_whole_carries_no_negative_error():
+    """Bell's prior at 20 states sums to 1 + 2^-52: top-0.999 keeps all of it, and its error
+    (one minus the kept mass) is 0, not -2.2e-16, which the bounds refused in every cell."""
+    hmm = build_model("bell", 20)
+    assert 1.0 - hmm.prior.sum() < 0
+    approximation = approximate(hmm, "topp", 0.999)
+    assert approximation.prior_error == 0.0 and approximation.start_error == 0.0
 
 
 @given(

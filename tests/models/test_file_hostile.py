@@ -22,6 +22,7 @@ from pipeline.inference import filtering
 from pipeline.models import HMM, ParameterError
 from pipeline.models import file as file_family
 from pipeline.operators import toarray
+from pipeline.sweep import run
 from pipeline.sweep.config import register
 from pipeline.sweep.main import check_overrides
 
@@ -285,3 +286,29 @@ def test_an_array_declaring_more_than_the_file_holds_is_refused_before_allocatin
             archive.writestr(name, data)
     with pytest.raises(ParameterError, match=r"transition declares shape .* the archive is"):
         file_family.build(4, path=str(path))
+
+
+def test_a_model_file_replaced_before_a_resume_is_refused(client, tmp_path):
+    """The store's identity holds the file's SHA-256: a file replaced between a run and its
+    resume (same path, same size of model) is refused in one line, not mixed in."""
+    rng = np.random.default_rng(3)
+    path, store = tmp_path / "model.npz", tmp_path / "s.zarr"
+    arrays = [random_stochastic(rng, 1, 6)[0], random_stochastic(rng, 6, 6), np.eye(6)]
+    file_family.save(path, *arrays)
+    overrides = [
+        "experiment=file",
+        f"model.file.path={path}",
+        f"store={store}",
+        "grid.methods={topp:[0.9]}",
+        "grid.seeds=[0]",
+        "grid.modes=[predict]",
+        "grid.horizon=3",
+    ]
+    assert bool(run(overrides, client=client).done.all())
+    register()
+    assert check_overrides(overrides) is None  # the same file resumes
+    arrays[1] = random_stochastic(rng, 6, 6)
+    file_family.save(path, *arrays)
+    problem = check_overrides(overrides)
+    assert problem.startswith(f"store: {store} holds a different sweep: contents is "), problem
+    assert "\n" not in problem and "choose another store= or pass overwrite=true" in problem

@@ -86,3 +86,35 @@ def test_a_killed_holders_lock_is_taken_over(tmp_path):
     assert lock_path(store).is_file()  # left behind, naming a dead holder
     with StoreLock(store):
         assert str(os.getpid()) in lock_path(store).read_text()
+
+
+def _hold_with_store(store, held, release):
+    with StoreLock(store) as lock:
+        store.mkdir()  # as a sweep makes its store under the lock
+        lock.hold_store()
+        held.set()
+        release.wait(30)
+
+
+def test_a_lock_file_deleted_mid_run_admits_no_second_writer(tmp_path):
+    """The holder's lock file is removed while it writes: a second writer makes a new lock
+    file but finds the store's folder held, and is refused; the holder's release leaves the
+    lock file it does not hold alone."""
+    store = tmp_path / "r.zarr"
+    held, release = FORK.Event(), FORK.Event()
+    holder = FORK.Process(target=_hold_with_store, args=(store, held, release))
+    holder.start()
+    assert held.wait(30)
+    lock_path(store).unlink()
+    with pytest.raises(ConfigError, match=rf"^store: {re.escape(str(store))} is locked by "):
+        StoreLock(store).acquire()
+    with pytest.raises(ConfigError, match="is locked by"):
+        check_unlocked(store)
+    stranger = "a lock file the holder did not make"
+    lock_path(store).write_text(stranger)
+    release.set()
+    holder.join(30)
+    assert holder.exitcode == 0
+    assert lock_path(store).read_text() == stranger  # not the holder's to remove
+    with StoreLock(store):  # free again once its holder is done
+        assert str(os.getpid()) in lock_path(store).read_text()

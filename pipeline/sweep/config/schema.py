@@ -234,6 +234,10 @@ class SweepConfig:
     rows); above, the Doeblin lower bound stands in for it (``gamma_exact`` says which)."""
     retries: int = 2
     """How often a task that raised is retried before its cells are marked failed."""
+    max_cells: int = 100_000
+    """A grid with more cells is refused before anything starts (a typo such as an extra
+    zero in a list of seeds should not start a week of work): raise it for a grid meant to
+    be that large."""
     flush_seconds: float = 2.0
     """Finished cells are written to the store at least this often."""
     progress_seconds: float = 10.0

@@ -15,6 +15,10 @@ class ConfigError(ValueError):
         self.key = key
 
 
+INT64 = (-(2**63), 2**63 - 1)
+"""The range of the store's integer coordinates."""
+
+
 def check_list(key: str, values, kind, allowed: str) -> None:
     """Raise ``ConfigError`` at ``key`` unless ``values`` is a non-empty list of distinct
     ``kind`` values (no bools); ``allowed`` says what is allowed."""
@@ -23,6 +27,10 @@ def check_list(key: str, values, kind, allowed: str) -> None:
     for value in values:
         if isinstance(value, bool) or not isinstance(value, kind):
             raise ConfigError(key, f"{value!r} is not allowed; allowed: {allowed}")
+        if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+            raise ConfigError(
+                key, f"{value} does not fit the store's 64-bit integers; allowed: {allowed}"
+            )
     if len(set(values)) != len(values):
         raise ConfigError(key, f"has duplicates {list(values)}; list each value once")
 
@@ -41,6 +49,7 @@ def validate_shared(cfg) -> None:
         ("timing.max_repeats", cfg.timing.max_repeats, cfg.timing.repeats),
         ("timing.blas_threads", cfg.timing.blas_threads, 1),
         ("retries", cfg.retries, 0),
+        ("max_cells", cfg.max_cells, 1),
         ("fuse_states", cfg.fuse_states, 0),
         ("gamma_exact_max_states", cfg.gamma_exact_max_states, 2),
         ("exact_max_states", 2 if cfg.exact_max_states is None else cfg.exact_max_states, 2),

@@ -33,7 +33,8 @@ class Grid:
     - ``Cell``: the ``NamedTuple`` of a cell, whose fields (typed ``str``, ``int`` or
       ``float``) are the cell dims in the order of every result variable;
     - ``axes()``: the values of every dim of the store, in coordinate order: the cell dims
-      first, then those of the variables' own axes (``t``, ``epoch``, ``p``);
+      first, then those of the variables' own axes (``t``, ``epoch``, ``p``), each a
+      sequence (a ``range`` for steps: ``sizes`` counts them before any is made);
     - ``cells()``: every cell, in the order they are computed;
     - ``identity()``: everything that determines the results' values, as JSON-able values;
 
@@ -55,6 +56,15 @@ class Grid:
     def long_names(self) -> dict[str, str]:
         """Coordinate ``long_name``s that depend on the grid (beyond the schema's)."""
         return {}
+
+    def dim_lengths(self) -> dict[str, int]:
+        """The length of every dim of the store (``axes()``'s, each a sequence with a length,
+        e.g. a ``range`` for steps, so no dim is made to be counted)."""
+        return {dim: len(values) for dim, values in self.axes().items()}
+
+    def n_cells(self) -> int:
+        """How many cells the grid has."""
+        return len(self.cells())
 
     @property
     def DIMS(self) -> tuple[str, ...]:

@@ -121,7 +121,7 @@ class CoupledGrid(Grid):
             "seed": self.seeds,
             "observe": self.observe,
             "p": tuple(float(p) for p in self.settings["topp"]),
-            "t": tuple(range(self.settings["horizon"] + 1)),
+            "t": range(self.settings["horizon"] + 1),
         }
 
     def cells(self) -> list[CoupledCell]:

@@ -176,10 +176,10 @@ def plan_settings(grid: MethodsGrid, cfg) -> plan.Settings:
             min_seconds=timing.min_seconds,
             max_repeats=timing.max_repeats,
             threads=timing.blas_threads,
-            enabled=timing.enabled,
+            enabled=grid.timed,
         ),
-        gamma_exact_max_states=cfg.gamma_exact_max_states,
-        exact_max_states=cfg.exact_max_states,
+        gamma_exact_max_states=grid.gamma_exact_max_states,
+        exact_max_states=grid.exact_max_states,
     )
 
 

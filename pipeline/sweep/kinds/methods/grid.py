@@ -129,6 +129,12 @@ class MethodsGrid(Grid):
     contents: dict[str, str]
     """What identifies a family's model beyond its parameters (a model file's content hash,
     ``pipeline.models.model_fingerprint``), for the families that have it."""
+    exact_max_states: int | None
+    """Models with more states get no exact reference (``exact_max_states``)."""
+    gamma_exact_max_states: int
+    """gamma is exact up to this many states, else the Doeblin lower bound."""
+    timed: bool
+    """Whether cells store runtimes (``timing.enabled``)."""
 
     Cell = Cell
 
@@ -148,6 +154,9 @@ class MethodsGrid(Grid):
             observe_every=int(grid.observe_every),
             params=params,
             contents=_contents(grid.families, params),
+            exact_max_states=cfg.exact_max_states,
+            gamma_exact_max_states=int(cfg.gamma_exact_max_states),
+            timed=bool(cfg.timing.enabled),
         )
 
     @property
@@ -166,7 +175,7 @@ class MethodsGrid(Grid):
             "setting": self.setting,
             "seed": self.seeds,
             "mode": self.modes,
-            "t": tuple(range(self.horizon + 1)),
+            "t": range(self.horizon + 1),
         }
 
     def long_names(self) -> dict[str, str]:
@@ -196,4 +205,7 @@ class MethodsGrid(Grid):
             "horizon": self.horizon,
             "observe_every": self.observe_every,
             "model": self.params,
+            "exact_max_states": self.exact_max_states,
+            "gamma_exact_max_states": self.gamma_exact_max_states,
+            "timing.enabled": self.timed,
         } | ({"contents": self.contents} if self.contents else {})
