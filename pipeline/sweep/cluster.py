@@ -6,11 +6,14 @@ entry says (``host``, ``dashboard_address``: loopback for a local cluster),
 is scaled back to its size while the sweep runs, so a lost worker or batch job
 is replaced, and is closed on exit, which cancels a jobqueue cluster's jobs.
 An entry's ``security`` turns on TLS with mutual authentication: certificate
-files of your own, or a temporary certificate authority for this sweep alone.
+files of your own, or a temporary certificate authority for this sweep alone, which a
+scheduler that listens beyond loopback gets unless the entry turns it off.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import importlib
 import logging
@@ -25,12 +28,14 @@ from pathlib import Path
 import dask
 from dask.utils import parse_bytes
 from distributed import Client, LocalCluster, Security, WorkerPlugin
+from distributed.comm import connect as comm_connect
 from distributed.utils import format_dashboard_link
 from distributed.worker_memory import parse_memory_limit
 from omegaconf import OmegaConf
 from tornado.ioloop import PeriodicCallback
 
 from pipeline.sweep.config import ConfigError
+from pipeline.sweep.config.clusters import certificate_directory, temporary_tls
 
 log = logging.getLogger("pipeline.sweep")
 
@@ -49,6 +54,13 @@ nothing and reading it back makes a second copy (distributed spills from 70% of 
 memory, which a 10^7-state cell passes), whose arrays may come back unaligned, which numpy
 sums in other blocks (a stored mean moved by 2e-15). Pausing at 80% and restarting at 95%
 stay."""
+
+
+ANSWER_GRACE = 0.5
+"""Seconds beyond ``cluster.timeout`` that something which accepted the connection at a
+``cluster.address`` has to answer distributed's handshake: distributed gives up on an address
+nothing accepts at the timeout itself, so a wait this much longer runs out only on a
+listener that accepted and stays silent."""
 
 
 class NoWorkers(RuntimeError):
@@ -88,25 +100,40 @@ def tls_settings(ca_file: str, cert: str, key: str | None) -> dict:
 
 
 @contextlib.contextmanager
-def tls(security) -> Iterator[dict]:
-    """Dask's TLS settings for a ``security`` entry ({} when TLS is off).
+def _temporary_certificates(directory: Path | None) -> Iterator[dict[str, Path]]:
+    """A new certificate authority and one certificate for every role
+    (``Security.temporary``), as PEM files in a new private directory (mode 700, the key
+    mode 600) in ``directory`` (None: the system's temporary directory, which the system
+    cleans, so not even a killed sweep leaves them in the working directory); removed on
+    exit, an interrupt or a SIGTERM (which the command line turns into one) included."""
+    generated = Security.temporary()
+    pem = {
+        "ca_file": generated.tls_ca_file,
+        "cert": generated.tls_scheduler_cert,
+        "key": generated.tls_scheduler_key,
+    }
+    with tempfile.TemporaryDirectory(prefix=".dask-tls-", dir=directory) as folder:
+        paths = {}
+        for name, text in pem.items():
+            paths[name] = Path(folder) / f"{name}.pem"
+            paths[name].touch(mode=0o600)
+            paths[name].write_text(text)
+        yield paths
 
-    ``temporary`` generates a certificate authority and one certificate
-    (``Security.temporary``) and writes them to a private directory in the working
-    directory, removed on exit.
-    """
-    if security.temporary:
-        generated = Security.temporary()
-        pem = {
-            "ca_file": generated.tls_ca_file,
-            "cert": generated.tls_scheduler_cert,
-            "key": generated.tls_scheduler_key,
-        }
-        with tempfile.TemporaryDirectory(prefix=".dask-tls-", dir=Path.cwd()) as folder:
-            paths = {}
-            for name, text in pem.items():
-                paths[name] = Path(folder) / f"{name}.pem"
-                paths[name].write_text(text)
+
+@contextlib.contextmanager
+def tls(cfg) -> Iterator[dict]:
+    """Dask's TLS settings for the cluster entry ``cfg`` ({} when TLS is off): a temporary
+    certificate authority's (``temporary_tls``: asked for, or a scheduler that listens beyond
+    loopback) or the files of ``cfg.security``."""
+    security = cfg.security
+    if temporary_tls(cfg):
+        with _temporary_certificates(certificate_directory(security)) as paths:
+            log.info(
+                "TLS: a temporary certificate authority in %s (workers must see it at this "
+                "path: cluster.security.directory)",
+                paths["key"].parent,
+            )
             yield tls_settings(**paths)
     elif security.ca_file:
         yield tls_settings(security.ca_file, security.cert, security.key)
@@ -269,6 +296,28 @@ class QuietWorkers(WorkerPlugin):
         logging.getLogger("distributed").setLevel(logging.ERROR)
 
 
+async def _handshake(address: str, timeout: float, connection_args: dict) -> bool:
+    """Whether what listens at ``address`` answers distributed's handshake within ``timeout``
+    seconds (False: it accepted the connection and stayed silent); OSError where nothing
+    accepts the connection."""
+    try:
+        comm = await asyncio.wait_for(
+            comm_connect(address, timeout=timeout, **connection_args), timeout + ANSWER_GRACE
+        )
+    except TimeoutError:
+        return False
+    await comm.close()
+    return True
+
+
+def _answers(address: str, timeout: float, security: Security | None) -> bool:
+    """``_handshake`` on an event loop of its own, in a thread (the caller's loop may be
+    running, as in a notebook). ``Client`` cannot tell: it waits for the handshake forever."""
+    connection_args = security.get_connection_args("client") if security else {}
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _handshake(address, timeout, connection_args)).result()
+
+
 def _first_worker(client: Client, cfg) -> None:
     try:
         client.wait_for_workers(1, timeout=cfg.wait_for_workers)
@@ -283,8 +332,9 @@ def connect(cfg, *, allowed_failures: int = 3) -> Iterator[Client]:
     """A client of the cluster ``cfg`` describes, with at least one worker.
 
     A started cluster is closed on exit (its batch jobs cancelled). An
-    ``address`` no scheduler answers within ``cfg.timeout`` seconds, or a
-    cluster that cannot start, raises ``ConfigError``; no worker within
+    ``address`` no scheduler answers within ``cfg.timeout`` seconds (nothing accepts the
+    connection, or what does is no Dask scheduler), or a cluster that cannot start, raises
+    ``ConfigError``; no worker within
     ``cfg.wait_for_workers`` seconds raises ``NoWorkers``. A task that
     ``allowed_failures`` + 1 workers died running (out of memory, most often) fails
     with ``KilledWorker`` rather than being run again and again (a scheduler this
@@ -296,10 +346,17 @@ def connect(cfg, *, allowed_failures: int = 3) -> Iterator[Client]:
         "distributed.scheduler.allowed-failures": allowed_failures,
         **IN_MEMORY,
     }
-    with tls(cfg.security) as tls_config, dask.config.set({**settings, **tls_config}):
+    with tls(cfg) as tls_config, dask.config.set({**settings, **tls_config}):
         security = Security() if tls_config else None
         if cfg.kind == "address":
             try:
+                if not _answers(cfg.address, cfg.timeout, security):
+                    raise ConfigError(
+                        "cluster.address",
+                        f"{cfg.address} accepted a connection but did not answer as a Dask "
+                        f"scheduler within {cfg.timeout:g} s; allowed: a Dask scheduler's "
+                        "address (`dask scheduler` prints it)",
+                    )
                 client = Client(cfg.address, timeout=cfg.timeout, security=security)
             except (OSError, TimeoutError) as error:
                 raise ConfigError(

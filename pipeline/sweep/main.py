@@ -21,6 +21,7 @@ from pipeline.sweep.cluster import NoWorkers
 from pipeline.sweep.config import ConfigError, compose, register, replaceable
 from pipeline.sweep.config.compose import CONFIG_DIR, VERSION_BASE
 from pipeline.sweep.engine import default_store, prepare, sweep
+from pipeline.sweep.provenance import shown_config
 
 
 def store_path(cfg) -> Path:
@@ -90,9 +91,14 @@ def main() -> None:
     """Entry point: register configs, report bad overrides in one line, run under Hydra."""
     try:
         register()
+        # Hydra's --cfg would print secrets: the same config, redacted as in the store
+        shown = shown_config(sys.argv[1:], job_name=Path(__file__).stem)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+    if shown is not None:
+        sys.stdout.write(shown)
+        return
     problem = check_overrides(sys.argv[1:])
     if problem:
         print(f"error: {problem}", file=sys.stderr)

@@ -1,21 +1,34 @@
 """What a results store records about how it was made, and never a secret.
 
-The store's attributes hold the resolved config with the values of secret-looking keys
-(passwords, passphrases, tokens, keys: ``SECRET_WORDS``) replaced by ``REDACTED``, and
-nothing from the environment: no certificate or key contents, no tokens.
+The store's attributes hold the resolved config with its secrets redacted (``public_config``)
+and nothing from the environment: no certificate or key contents, no tokens. A secret is
+found by the key that holds it (``SECRET_WORDS``: ``password: ...``, ``api_token: ...``) and
+by how it reads in any string (``SECRET_PATTERNS``, ``looks_like_a_token``): an
+``export NAME=value``, ``NAME=value`` or ``--name value`` whose name is secret-looking, a
+``--comment`` directive, the password of a URL, a private key, a token. ``python -m
+pipeline.sweep --cfg`` prints the config redacted the same way (``shown_config``).
 """
 
 from __future__ import annotations
 
 import datetime
 import importlib.metadata
+import itertools
 import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 
 import numpy as np
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra._internal.utils import get_args_parser
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
+
+from pipeline.sweep.config import ConfigError, compose, replaceable
+from pipeline.sweep.config.compose import CONFIG_DIR, VERSION_BASE
 
 PACKAGES = (
     "topp-pipeline",
@@ -31,27 +44,152 @@ PACKAGES = (
 )
 
 
-SECRET_WORDS = ("password", "passphrase", "secret", "token", "key")
-"""A config key whose name contains one of these has its value redacted."""
+SECRET_WORDS = ("pass", "pwd", "secret", "token", "key", "auth", "credential", "cookie")
+"""A name holding one of these, in any case, names a secret: a config key (``password``,
+``api_token``), an environment variable (``WANDB_API_KEY``, ``HF_AUTH``) or a command-line
+option (``--db-pass``)."""
 REDACTED = "<redacted>"
 
+_WORDS = "|".join(SECRET_WORDS)
+_WORD = r"""(?:"(?:[^"\\]|\\.)*"|'[^']*'|\S+)"""
+"""A shell word: double-quoted, single-quoted, or up to the next blank."""
+SECRET_PATTERNS = (
+    # a PEM private key, to its end
+    re.compile(
+        r"(?P<keep>)-----BEGIN[A-Z ]*PRIVATE KEY-----.*?(?:-----END[A-Z ]*PRIVATE KEY-----|\Z)",
+        re.DOTALL,
+    ),
+    # a batch job's free-text comment (--comment=..., --comment ...), to the end of the line
+    re.compile(r"(?P<keep>--comment(?:=|[ \t]+))\S.*"),
+    # the password of a URL: scheme://user:password@host
+    re.compile(r"(?P<keep>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)[^\s@/]+(?=@)"),
+    # NAME=value, export NAME=value, --name=value with a secret-looking name
+    re.compile(
+        rf"(?P<keep>(?<![\w-])-{{0,2}}(?:[A-Za-z_][\w-]*?)?(?:{_WORDS})[\w-]*=){_WORD}", re.I
+    ),
+    # --name value, setenv NAME value with a secret-looking name
+    re.compile(
+        rf"(?P<keep>(?:(?<![\w-])--?|\bsetenv[ \t]+)[\w-]*?(?:{_WORDS})[\w-]*[ \t]+)(?!-){_WORD}",
+        re.I,
+    ),
+    # tokens of well-known services: GitHub, Hugging Face, GitLab, OpenAI-style, Slack, AWS,
+    # Google, PyPI, npm; JSON web tokens
+    re.compile(
+        r"(?P<keep>)\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|hf_[A-Za-z0-9]{20,}"
+        r"|glpat-[\w-]{20,}|sk-[\w-]{20,}|xox[abposr]-[\w-]{10,}|AKIA[0-9A-Z]{16}"
+        r"|AIza[\w-]{35}|pypi-[\w-]{16,}|npm_[A-Za-z0-9]{36}"
+        r"|eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,})"
+    ),
+)
+"""How a secret reads inside a string; the group ``keep`` is kept, the rest is redacted."""
+_RUN = re.compile(r"[A-Za-z0-9+/_-]{32,}={0,2}")
+"""A run of base64 (or base64url) characters long enough to be a token."""
+_ABSENT = object()
 
-def _redacted(node):
+
+def looks_like_a_token(run: str) -> bool:
+    """Whether a run of 32 or more base64 characters reads as random: upper case, lower
+    case and digits, changing class at least 45% of the time (a random one: about 64%; a
+    path or a CamelCase name: under 40%), and not a path (no leading ``/``, at most two)."""
+    body = run.rstrip("=")
+    if body.startswith("/") or body.count("/") > 2:
+        return False
+    classes = [c.isupper() - c.islower() + 2 * c.isdigit() for c in body]  # 1, -1, 2, or 0
+    if not {1, -1, 2} <= set(classes):
+        return False
+    changes = sum(a != b for a, b in itertools.pairwise(classes))
+    return changes >= 0.45 * (len(body) - 1)
+
+
+def redacted_text(text: str) -> str:
+    """``text`` with every secret ``SECRET_PATTERNS`` and ``looks_like_a_token`` find in it
+    replaced by ``REDACTED``; the rest as it was."""
+    for pattern in SECRET_PATTERNS:
+        text = pattern.sub(lambda match: match["keep"] + REDACTED, text)
+    return _RUN.sub(lambda match: _redacted_run(match[0]), text)
+
+
+def _redacted_run(run: str) -> str:
+    """A run of base64 characters redacted if it looks like a token, else each part of it
+    between slashes that does (a token as a path's last part: ``/scratch/<token>``)."""
+    if looks_like_a_token(run):
+        return REDACTED
+    parts = run.split("/")
+    return "/".join(REDACTED if _RUN.fullmatch(p) and looks_like_a_token(p) else p for p in parts)
+
+
+def _secret_key(name, value) -> bool:
+    """Whether config key ``name`` holds a secret: a secret-looking name over a string or a
+    non-empty list or mapping (a number, a flag or null is none: ``n_tokens: 200``)."""
+    named = any(word in str(name).lower() for word in SECRET_WORDS)
+    return named and isinstance(value, str | list | dict) and bool(value)
+
+
+def redacted(node):
+    """Plain config values (``OmegaConf.to_container``'s) with every secret redacted: the
+    whole value of a secret key, the secret parts of any other string."""
     if isinstance(node, dict):
         return {
-            name: REDACTED
-            if value is not None and any(word in str(name).lower() for word in SECRET_WORDS)
-            else _redacted(value)
+            name: REDACTED if _secret_key(name, value) else redacted(value)
             for name, value in node.items()
         }
     if isinstance(node, list):
-        return [_redacted(value) for value in node]
-    return node
+        return [redacted(value) for value in node]
+    return redacted_text(node) if isinstance(node, str) else node
 
 
 def public_config(cfg) -> str:
-    """The resolved config as YAML, secret-looking values redacted (``SECRET_WORDS``)."""
-    return OmegaConf.to_yaml(_redacted(OmegaConf.to_container(cfg, resolve=True)))
+    """The resolved config as YAML, its secrets redacted (``redacted``)."""
+    return OmegaConf.to_yaml(redacted(OmegaConf.to_container(cfg, resolve=True)))
+
+
+def _with_hydra(overrides: list[str], job_name: str):
+    """The config with Hydra's own section, as ``--cfg hydra`` and ``--cfg all`` show it."""
+    with initialize_config_dir(
+        config_dir=str(CONFIG_DIR), version_base=VERSION_BASE, job_name=job_name
+    ):
+        cfg = hydra_compose("config", overrides=replaceable(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)  # for ${hydra:...} under --resolve
+    OmegaConf.set_readonly(cfg.hydra, None)
+    return cfg
+
+
+def shown_config(argv: list[str], *, job_name: str) -> str | None:
+    """What Hydra's ``--cfg job|hydra|all`` (with ``--package``, ``--resolve``) prints for the
+    command line ``argv``, its secrets redacted as in the store (``redacted``); None when
+    ``argv`` asks for no ``--cfg`` or for something else besides, which Hydra answers.
+    ``job_name``: Hydra's name of the job (the name of the file of its main function).
+    Overrides that do not compose raise ``ConfigError`` in one line.
+    """
+    args = get_args_parser().parse_args(argv)
+    other = args.help or args.hydra_help or args.run or args.multirun or args.shell_completion
+    if args.cfg is None or other or args.info is not None:
+        return None
+    if args.config_path or args.config_name or args.config_dir:
+        raise ConfigError(
+            "--cfg",
+            "shows the sweep's own config; allowed with it: overrides, --package, --resolve "
+            "(not --config-path, --config-name or --config-dir)",
+        )
+    cfg, _ = compose(args.overrides)  # a one-line error where they do not compose
+    if args.cfg != "job":
+        cfg = _with_hydra(args.overrides, job_name)
+    if args.resolve:
+        OmegaConf.resolve(cfg)
+    plain = OmegaConf.to_container(cfg)
+    if args.cfg == "hydra":  # as Hydra shows it: without the help texts
+        hydra = plain["hydra"]
+        plain = {"hydra": {k: v for k, v in hydra.items() if k not in ("help", "hydra_help")}}
+    public = OmegaConf.create(redacted(plain))
+    package = None if args.package == "_global_" else args.package
+    if package is None:
+        return OmegaConf.to_yaml(public)
+    found = OmegaConf.select(public, package, default=_ABSENT)
+    if found is _ABSENT:
+        raise ConfigError("--package", f"{package!r} is not in the config")
+    if not OmegaConf.is_config(found):
+        return f"{found}\n"
+    return f"# @package {package}\n{OmegaConf.to_yaml(found)}"
 
 
 def now() -> str:

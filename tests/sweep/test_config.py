@@ -151,6 +151,11 @@ BAD = {
         ["cluster=address", "cluster.security.temporary=true"],
         "cluster.security.temporary: the pipeline does not start this scheduler",
     ),
+    "temporary_certificates_directory": (
+        ["cluster=slurm", "cluster.security.directory=/no/such/dir"],
+        "cluster.security.directory: /no/such/dir is not a directory; allowed: an existing "
+        "directory (null: the system's temporary directory)",
+    ),
     "tls_address_without_certificates": (
         ["cluster=address", "cluster.address=tls://127.0.0.1:8786"],
         "cluster.address: tls://127.0.0.1:8786 needs cluster.security.ca_file and cert",
@@ -225,20 +230,6 @@ def test_unwritable_store(tmp_path):
         result, f"store: {blocker} is a file; a store is a directory: give another path (store=)"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
-
-
-def test_unreachable_scheduler(tmp_path):
-    result = sweep(
-        "experiment=smoke",
-        "cluster=address",
-        "cluster.address=tcp://127.0.0.1:9",
-        "cluster.timeout=1",
-        cwd=tmp_path,
-    )
-    assert_one_line_error(
-        result, "cluster.address: no Dask scheduler answered at tcp://127.0.0.1:9 within 1 s"
-    )
-    assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").rglob("*.zarr"))
 
 
 def test_store_of_another_grid(tmp_path):

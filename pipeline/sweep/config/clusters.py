@@ -4,6 +4,8 @@ entries read as its options, and the checks of a cluster's keys."""
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,14 +26,21 @@ WALLTIME = re.compile(r"(?:(\d+)-)?(\d+):([0-5]\d):([0-5]\d)")
 class SecurityConfig:
     """TLS between this client, the scheduler and the workers (``distributed.security``).
 
-    Off unless ``temporary`` is true or ``ca_file`` is set; when on, every connection is
-    encrypted and both ends must present a certificate signed by the authority."""
+    On with certificate files of your own (``ca_file``, ``cert``) or a temporary
+    certificate authority (``temporary``); when on, every connection is encrypted and both
+    ends must present a certificate signed by the authority."""
 
-    temporary: bool = False
+    temporary: Optional[bool] = None  # noqa: UP045
     """Generate a certificate authority and a certificate for this sweep alone (kinds that
-    start the scheduler and the workers: local, slurm, pbs, ssh). The files go to a private
-    directory (mode 700) in the working directory, removed at the end; workers on other
-    machines must see it at the same path (a shared file system, as batch jobs need)."""
+    start the scheduler and the workers: local, slurm, pbs, ssh). null: do so where the
+    scheduler listens beyond loopback (``listens_beyond_loopback``) and no ca_file or cert is
+    set; false: never (anyone who reaches the scheduler's port can then run code on the
+    workers)."""
+    directory: Optional[str] = None  # noqa: UP045
+    """Where the temporary certificate files go: a new private directory (mode 700) in it,
+    removed at the end. null: the system's temporary directory, which workers on this
+    machine see; workers on other machines need a directory they see at the same path (a
+    shared file system), e.g. ``$HOME`` (variables and ``~`` are expanded)."""
     ca_file: Optional[str] = None  # noqa: UP045
     """PEM file of the certificate authority (your own certificates)."""
     cert: Optional[str] = None  # noqa: UP045
@@ -48,7 +57,7 @@ class LocalClusterConfig:
     """Threads of each worker (null: the machine's cores shared out among the workers)."""
     memory_limit: str = "auto"
     host: str = "127.0.0.1"
-    """Address the scheduler and the workers listen on."""
+    """Address the scheduler and the workers listen on (loopback: this machine only)."""
     dashboard_address: str = ":8787"
     """host:port of the dashboard; ':port' listens on ``host``, ':0' on a free port."""
     security: SecurityConfig = field(default_factory=SecurityConfig)
@@ -82,7 +91,8 @@ class JobqueueClusterConfig:
     interface: Optional[str] = None  # noqa: UP045
     """Network interface of the scheduler and workers, e.g. ib0 (null: the default route)."""
     host: Optional[str] = None  # noqa: UP045
-    """Address the scheduler and workers listen on, e.g. 127.0.0.1 for one machine."""
+    """Address the scheduler and workers listen on: null, every interface (as workers on
+    other nodes need; TLS by default); 127.0.0.1, this machine only."""
     dashboard_address: str = "127.0.0.1:8787"
     death_timeout: float = 60.0
     """Seconds a worker outlives an unreachable scheduler before its job ends."""
@@ -99,6 +109,8 @@ class SSHClusterConfig:
     remote_python: Optional[str] = None  # noqa: UP045
     connect_options: dict[str, Any] = field(default_factory=dict)
     host: Optional[str] = None  # noqa: UP045
+    """Address the scheduler and the workers listen on, each on its host: null, every
+    interface (TLS by default); 127.0.0.1, that host only."""
     dashboard_address: str = "127.0.0.1:8787"
     security: SecurityConfig = field(default_factory=SecurityConfig)
     wait_for_workers: float = 120.0
@@ -159,6 +171,44 @@ def _check_keys(entry: dict, schema: type, where: str, what: str) -> None:
             f"{CLUSTER_FILE}: {where}.{unknown[0]}",
             f"unknown key for {what}; allowed: {', '.join(allowed)}",
         )
+
+
+def listens_beyond_loopback(cluster) -> bool:
+    """Whether the scheduler the sweep starts for ``cluster`` can be reached from other
+    machines: ``host`` null (every interface), a host name or an address other than loopback,
+    or an ``interface``. False for ``address``, whose scheduler the sweep does not start."""
+    if cluster.kind == "address":
+        return False
+    if getattr(cluster, "interface", None):
+        return True
+    host = cluster.host
+    if not host:  # every interface
+        return True
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: its address may be any
+        return True
+
+
+def temporary_tls(cluster) -> bool:
+    """Whether the sweep makes a temporary certificate authority for ``cluster``: asked for
+    (``security.temporary`` true), or by default (null) for a scheduler that listens beyond
+    loopback when no certificate files of the user's are set."""
+    security = cluster.security
+    if security.temporary is None:
+        files = security.ca_file or security.cert or security.key
+        return not files and listens_beyond_loopback(cluster)
+    return security.temporary
+
+
+def certificate_directory(security) -> Path | None:
+    """``security.directory`` with its variables and ``~`` expanded; None: the system's
+    temporary directory."""
+    if not security.directory:
+        return None
+    return Path(os.path.expandvars(security.directory)).expanduser()
 
 
 def validate_cluster(cluster) -> None:
@@ -223,19 +273,24 @@ def _validate_jobs(cluster) -> None:
 
 
 def _validate_security(cluster) -> bool:
-    """Whether ``cluster.security`` turns TLS on; its files must exist."""
+    """Whether ``cluster.security`` turns TLS on; its files and directory must exist."""
     security = cluster.security
     files = {name: security[name] for name in ("ca_file", "cert", "key")}
-    if security.temporary:
-        if cluster.kind == "address":
+    if security.temporary and cluster.kind == "address":
+        raise ConfigError(
+            "cluster.security.temporary",
+            "the pipeline does not start this scheduler; allowed: ca_file, cert and key "
+            "of the scheduler's certificate authority",
+        )
+    if security.temporary and any(files.values()):
+        raise ConfigError("cluster.security", "set either temporary or ca_file and cert, not both")
+    if temporary_tls(cluster):
+        directory = certificate_directory(security)
+        if directory and not directory.is_dir():
             raise ConfigError(
-                "cluster.security.temporary",
-                "the pipeline does not start this scheduler; allowed: ca_file, cert and key "
-                "of the scheduler's certificate authority",
-            )
-        if any(files.values()):
-            raise ConfigError(
-                "cluster.security", "set either temporary or ca_file and cert, not both"
+                "cluster.security.directory",
+                f"{security.directory} is not a directory; allowed: an existing directory "
+                "(null: the system's temporary directory)",
             )
         return True
     if not any(files.values()):
