@@ -85,7 +85,7 @@ def temporary_folder(cfg):
 def test_temporary_certificates_live_in_a_private_directory_outside_the_working_one(
     tmp_path, monkeypatch
 ):
-    cfg = entry("slurm")  # every interface: TLS by default
+    cfg = entry("ssh")  # every interface: TLS by default
     monkeypatch.chdir(tmp_path)
     with temporary_folder(cfg) as (folder, settings):
         assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith(".dask-tls-")
@@ -101,6 +101,9 @@ def test_temporary_certificates_live_in_a_private_directory_outside_the_working_
 
 
 def test_temporary_certificates_go_to_the_directory_asked_for(tmp_path, monkeypatch):
+    with temporary_folder(entry("slurm")) as (folder, _):  # batch jobs' nodes share $HOME
+        assert folder.parent == Path.home() and folder.name.startswith(".dask-tls-")
+    assert not folder.exists()
     monkeypatch.setenv("SHARED", str(tmp_path))
     cfg = entry("pbs", "security.directory=$SHARED")
     with temporary_folder(cfg) as (folder, _):
