@@ -1,1 +1,0 @@
-"""An example plug-in of ``pipeline``: the ``ring`` family and the ``threshold`` method."""
