@@ -28,7 +28,11 @@ def client():
     """A real 2-worker LocalCluster (worker processes, loopback) that tests sweeping in this
     process share through ``pipeline.sweep.run(..., client=client)``; it stays open."""
     cluster = LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0"
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
     )
     with cluster, Client(cluster) as client:
         yield client

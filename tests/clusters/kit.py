@@ -3,9 +3,12 @@
 Everything runs on 127.0.0.1 from Debian's packages, in a private temporary directory:
 ``munged`` (as user ``munge``), ``slurmctld`` and ``slurmd`` for one node with ports of
 their own, and ``sshd`` with its own host key, accepting one generated client key and
-nothing else. Packages are installed only when missing; services are started in the
-foreground and stopped by the PIDs started here (Slurm's jobs first: they outlive
-slurmd). ``Unavailable`` says why a service cannot run here (not root, no packages).
+nothing else; every one of them listens on 127.0.0.1 only (Slurm's daemons bind to their
+configured address, ``CommunicationParameters=NoCtldInAddrAny,NoInAddrAny``, not to every
+interface). The packages are installed beforehand by ``tests/clusters/setup-packages``
+(``.ci/run`` runs it), never by the kit; services are started in the foreground and stopped
+by the PIDs started here (Slurm's jobs first: they outlive slurmd). ``Unavailable`` says
+why a service cannot run here (not root, packages missing and how to install them).
 
 Every Slurm client call needs ``SLURM_CONF`` (``Slurm.env``): without it the client looks
 the controller up in DNS.
@@ -27,8 +30,6 @@ from pathlib import Path
 
 SLURM_PACKAGES = ("munge", "slurmctld", "slurmd", "slurm-client", "slurm-wlm-torque")
 SSH_PACKAGES = ("openssh-server",)
-POLICY = Path("/usr/sbin/policy-rc.d")
-"""Debian asks this script before a package starts its service; exit 101 forbids it."""
 
 
 class Unavailable(RuntimeError):
@@ -66,32 +67,18 @@ def _installed(package: str) -> bool:
     return status.stdout.endswith("install ok installed")
 
 
-def ensure_packages(packages: tuple[str, ...]) -> None:
-    """Install the Debian ``packages`` that are missing, without starting their services."""
+SETUP = "tests/clusters/setup-packages"
+"""The documented setup step that installs the kit's Debian packages (``.ci/run`` runs it)."""
+
+
+def require_packages(packages: tuple[str, ...]) -> None:
+    """``Unavailable`` naming the missing Debian ``packages`` and the setup step that installs
+    them: the kit never installs anything itself."""
     if os.geteuid() != 0:
-        raise Unavailable("the cluster test kit needs root (apt-get, munged, slurmd, sshd)")
+        raise Unavailable("the cluster test kit needs root (munged, slurmd, sshd)")
     missing = [package for package in packages if not _installed(package)]
-    if not missing:
-        return
-    if shutil.which("apt-get") is None:
-        raise Unavailable(f"{', '.join(missing)} missing and there is no apt-get to install them")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
-    own_policy = not POLICY.exists()
-    if own_policy:
-        POLICY.write_text("#!/bin/sh\nexit 101\n")
-        POLICY.chmod(0o755)
-    try:
-        result = subprocess.run(install, env=env, capture_output=True, text=True)
-        if result.returncode != 0:  # perhaps no package lists yet
-            subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
-            result = subprocess.run(install, env=env, capture_output=True, text=True)
-    finally:
-        if own_policy:
-            POLICY.unlink()
-    if result.returncode != 0:
-        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        raise Unavailable(f"cannot install {', '.join(missing)}: {last}")
+    if missing:
+        raise Unavailable(f"{', '.join(missing)} not installed: run `sudo {SETUP}` once")
 
 
 class _Services:
@@ -116,6 +103,15 @@ class _Services:
             if process.poll() is not None:
                 tail = (self.root / f"{name}.out").read_text()[-2000:]
                 raise RuntimeError(f"{name} exited with {process.returncode}:\n{tail}")
+
+    def listening(self) -> set[str]:
+        """``address:port`` of every TCP socket the started processes listen on, as ``ss``
+        shows them (``ss -ltnpH``, the processes' PIDs)."""
+        pids = {str(process.pid) for process in self.processes.values()}
+        lines = subprocess.run(
+            ["ss", "-ltnpH"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        return {line.split()[3] for line in lines if any(f"pid={pid}," in line for pid in pids)}
 
     def stop(self) -> None:
         for process in reversed(self.processes.values()):
@@ -143,6 +139,7 @@ def _private_root(prefix: str) -> Path:
 SLURM_CONF = """\
 ClusterName=pipeline-test
 SlurmctldHost={host}(127.0.0.1)
+CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
 SlurmctldPort={controller_port}
 SlurmdPort={node_port}
 SlurmUser=root
@@ -182,7 +179,7 @@ class Slurm:
     """munged + slurmctld + slurmd on 127.0.0.1; ``env`` carries ``SLURM_CONF``."""
 
     def __init__(self):
-        ensure_packages(SLURM_PACKAGES)
+        require_packages(SLURM_PACKAGES)
         self.root = _private_root("pipeline-slurm-")
         self.conf = self.root / "slurm.conf"
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
@@ -247,6 +244,10 @@ class Slurm:
             self.call("scancel", *jobs, check=False)
         wait_until(lambda: not self.jobs(), timeout, "the cancelled jobs to leave the queue")
 
+    def listening(self) -> set[str]:
+        """``address:port`` of the TCP sockets slurmctld and slurmd listen on."""
+        return self._services.listening()
+
     def stop(self) -> None:
         try:
             if all(process.poll() is None for process in self._services.processes.values()):
@@ -279,7 +280,7 @@ class Sshd:
     """sshd on 127.0.0.1:``port``; ``connect_options`` are asyncssh's for its one client key."""
 
     def __init__(self):
-        ensure_packages(SSH_PACKAGES)
+        require_packages(SSH_PACKAGES)
         self.root = _private_root("pipeline-sshd-")
         self.root.chmod(0o700)
         self.port = free_port()
@@ -315,6 +316,10 @@ class Sshd:
             "client_keys": [str(self.root / "client_key")],
             "known_hosts": str(self.root / "known_hosts"),
         }
+
+    def listening(self) -> set[str]:
+        """``address:port`` of the TCP sockets sshd listens on."""
+        return self._services.listening()
 
     def stop(self) -> None:
         self._services.stop()

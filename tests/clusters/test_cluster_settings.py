@@ -191,7 +191,7 @@ def test_address_with_certificate_files(tmp_path):
             n_workers=1,
             host="127.0.0.1",
             protocol="tls://",
-            dashboard_address=":0",
+            dashboard_address="127.0.0.1:0",
             security=Security(),
         )
     with scheduler:
@@ -201,7 +201,7 @@ def test_address_with_certificate_files(tmp_path):
 
 
 def test_no_worker_is_a_one_line_error():
-    with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=":0") as empty:
+    with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address="127.0.0.1:0") as empty:
         cfg = OmegaConf.structured(
             AddressClusterConfig(address=empty.scheduler_address, wait_for_workers=1)
         )
@@ -210,7 +210,7 @@ def test_no_worker_is_a_one_line_error():
 
 
 def test_a_watch_stops_a_sweep_whose_workers_are_all_gone():
-    with LocalCluster(n_workers=1, host="127.0.0.1", dashboard_address=":0") as cluster:
+    with LocalCluster(n_workers=1, host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
         with Client(cluster) as client:
             watch = WorkerWatch(client, timeout=1)
             watch()  # a worker: nothing to say

@@ -16,6 +16,14 @@ SLOW = ["timing.min_seconds=0.1", "timing.repeats=3"]
 """Each model's eight cells time for at least 0.8 s: long enough to interrupt."""
 
 
+def test_the_kits_servers_listen_on_loopback_only(slurm, sshd):
+    """slurmctld, slurmd and sshd, as ``ss -ltnp`` shows them: on 127.0.0.1 alone (Slurm binds
+    to every interface unless ``CommunicationParameters=NoInAddrAny``)."""
+    found = slurm.listening() | sshd.listening()
+    assert len(found) == 3, found  # slurmctld's port, slurmd's, sshd's
+    assert all(address.startswith("127.0.0.1:") for address in found), found
+
+
 def test_smoke_sweep_on_slurm_equals_the_local_run(slurm, smoke, tmp_path):
     write_clusters(tmp_path, slurm=jobqueue_entry("slurm"))
     result = run_sweep(
