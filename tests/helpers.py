@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -182,6 +183,32 @@ def assert_same_values(actual, expected, rtol: float = 0.0) -> None:
 def composed(*overrides):
     """The sweep's config composed by Hydra from the smoke experiment and ``overrides``."""
     return compose(["experiment=smoke", *overrides])[0]
+
+
+# --- plug-ins -------------------------------------------------------------------------------
+
+
+def on_path(*folders, **variables) -> dict[str, str]:
+    """This process's environment with ``folders`` first on ``PYTHONPATH`` (before what it
+    held) and ``variables`` set: for a sweep that finds plug-ins installed there."""
+    path = [str(folder) for folder in folders] + [os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path)), **variables}
+
+
+def install(root, package, modules: dict[str, str], entry_points: dict[str, dict[str, str]]):
+    """A distribution ``package`` 0.1 with ``modules`` (name -> source) and ``entry_points``
+    (group -> name -> object), as pip would leave it in site-packages."""
+    info = root / f"{package}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in names.items())
+            for group, names in entry_points.items()
+        )
+    )
+    for name, source in modules.items():
+        (root / f"{name}.py").write_text(textwrap.dedent(source))
 
 
 # --- running the sweep and Dask processes for real -----------------------------------------

@@ -4,11 +4,9 @@ found by ``importlib.metadata`` as an installed package's would be, and the exam
 environment is never changed."""
 
 import importlib.metadata
-import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import warnings
 from pathlib import Path
 
@@ -28,7 +26,7 @@ from pipeline.plugins import PluginError, Registry
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds import validate
 
-from helpers import TINY, composed, sweep
+from helpers import TINY, composed, install, on_path, sweep
 
 GOOD = """
 import numpy as np
@@ -42,22 +40,6 @@ def build(n_states, seed=0, *, stay: float = 0.5):
     np.fill_diagonal(T, stay)
     return HMM(np.full(n_states, 1 / n_states), T, np.eye(n_states))
 """
-
-
-def install(root, package, modules: dict[str, str], entry_points: dict[str, dict[str, str]]):
-    """A distribution ``package`` 0.1 with ``modules`` (name -> source) and ``entry_points``
-    (group -> name -> object), as pip would leave it in site-packages."""
-    info = root / f"{package}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "".join(
-            f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in names.items())
-            for group, names in entry_points.items()
-        )
-    )
-    for name, source in modules.items():
-        (root / f"{name}.py").write_text(textwrap.dedent(source))
 
 
 @pytest.fixture
@@ -171,7 +153,7 @@ def test_the_example_plugins_and_a_saved_model_are_swept_and_reported(example, t
     hmm = build_model("weather", 6)
     saved = tmp_path / "mine.npz"
     file_family.save(saved, hmm.prior, sp.csr_array(hmm.transition), hmm.emission)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (troubles, example)))}
+    env = on_path(troubles, example)
     overrides = [
         *TINY,
         "cluster.n_workers=1",

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import dask
 from dask.utils import parse_bytes
-from distributed import Client, LocalCluster, Security, WorkerPlugin
+from distributed import Client, LocalCluster, Security
 from distributed.comm import connect as comm_connect
 from distributed.utils import format_dashboard_link
 from distributed.worker_memory import parse_memory_limit
@@ -36,6 +36,7 @@ from tornado.ioloop import PeriodicCallback
 
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.config.clusters import certificate_directory, temporary_tls
+from pipeline.sweep.logs import WorkerLog
 
 log = logging.getLogger("pipeline.sweep")
 
@@ -286,16 +287,6 @@ def _kept(cluster, resize) -> Iterator[None]:
         stopped.wait(KEEP_SECONDS)
 
 
-class QuietWorkers(WorkerPlugin):
-    """Workers log only errors: a local cluster's workers write to this terminal, where the
-    warnings of tasks cancelled by an interrupted sweep are noise, not news."""
-
-    name = "pipeline-quiet-workers"
-
-    def setup(self, worker) -> None:
-        logging.getLogger("distributed").setLevel(logging.ERROR)
-
-
 async def _handshake(address: str, timeout: float, connection_args: dict) -> bool:
     """Whether what listens at ``address`` answers distributed's handshake within ``timeout``
     seconds (False: it accepted the connection and stayed silent); OSError where nothing
@@ -328,7 +319,7 @@ def _first_worker(client: Client, cfg) -> None:
 
 
 @contextlib.contextmanager
-def connect(cfg, *, allowed_failures: int = 3) -> Iterator[Client]:
+def connect(cfg, *, allowed_failures: int = 3, log_file: Path | None = None) -> Iterator[Client]:
     """A client of the cluster ``cfg`` describes, with at least one worker.
 
     A started cluster is closed on exit (its batch jobs cancelled). An
@@ -339,7 +330,7 @@ def connect(cfg, *, allowed_failures: int = 3) -> Iterator[Client]:
     ``allowed_failures`` + 1 workers died running (out of memory, most often) fails
     with ``KilledWorker`` rather than being run again and again (a scheduler this
     does not start keeps its own setting). The workers it starts never spill results to
-    disk (``IN_MEMORY``).
+    disk (``IN_MEMORY``); a local cluster's log to ``log_file`` (``logs.WorkerLog``).
     """
     settings = {
         "distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT,
@@ -386,7 +377,7 @@ def connect(cfg, *, allowed_failures: int = 3) -> Iterator[Client]:
             client = stack.enter_context(Client(cluster, security=security))
             _first_worker(client, cfg)
             if cfg.kind == "local":
-                client.register_plugin(QuietWorkers())
+                client.register_plugin(WorkerLog(log_file))
             yield client
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import xarray as xr
-from distributed import Client, KilledWorker, as_completed, performance_report
+from distributed import Client, as_completed, performance_report
 
 from pipeline.results import open_results
 from pipeline.sweep import kinds
@@ -29,9 +29,11 @@ from pipeline.sweep.cluster import (
     worker_memory,
 )
 from pipeline.sweep.config import check_writable, compose
+from pipeline.sweep.failures import CellError, Failure, Failures, describe, transient
 from pipeline.sweep.kinds.base import Grid, SweepKind
 from pipeline.sweep.kinds.methods.tasks import blas_threads
 from pipeline.sweep.lock import StoreLock, check_unlocked
+from pipeline.sweep.logs import CELLS, to_the_log_file
 from pipeline.sweep.progress import Progress
 from pipeline.sweep.provenance import now, provenance, public_config
 from pipeline.sweep.store import ResultStore
@@ -43,11 +45,11 @@ RECOMPUTED = ("lost", "pending")
 
 
 class Outcome(NamedTuple):
-    """What a sweep did: its store, its kind, and how many cells failed (after retries)."""
+    """What a sweep did: its store, its kind, and the cells that failed in this run, by why."""
 
     store: Path
     kind: SweepKind
-    failed: int
+    failed: Failures
 
 
 def performance_path(store: Path) -> Path:
@@ -60,46 +62,22 @@ def default_store(experiment: str) -> Path:
     return Path("outputs") / experiment / "results.zarr"
 
 
-def _message(error: BaseException) -> str:
-    first = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {first[0] if first else ''}"[:500]
-
-
-def _failure(client: Client, future) -> str:
-    """One line on why a future did not finish: a task whose workers died and one of them was
-    restarted for memory (its nanny's ``worker-restart-memory`` event) ran out of memory."""
-    if future.status != "error":
-        return f"the task was {future.status}"
-    error = future.exception()
-    if not isinstance(error, KilledWorker):
-        return _message(error)
-    restarted = {event["worker"] for _, event in client.get_events("worker-restart-memory")}
-    worker = error.last_worker
-    limit = getattr(worker, "memory_limit", 0) or 0
-    if restarted:  # the last worker is one of those that died: some did for memory
-        attempts = error.allowed_failures + 1
-        return (
-            f"ran out of memory on a worker (limit {limit / 2**30:.2f} GiB; "
-            f"{attempts} attempt{'s' if attempts > 1 else ''})"
-        )
-    return (
-        f"KilledWorker: {error.allowed_failures + 1} workers died running it "
-        f"(last {getattr(worker, 'address', '?')})"
-    )
-
-
-def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> None:
-    """Compute the cells the store lacks; record each and flush every ``flush_seconds``."""
+def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Failures:
+    """Compute the cells the store lacks; record each and flush every ``flush_seconds``. A
+    task that raised is tried again only for a ``failures.TRANSIENT`` reason, up to
+    ``retries`` times; the failed cells, by why."""
+    failed = Failures()
     cells = store.todo()
     log.info("%d cells to compute, %d already done", len(cells), store.n_done)
     if not cells:
         log.info("nothing left to do: every cell of %s is done", store.path)
         store.flush()
-        return
+        return failed
     progress = Progress(len(grid.cells()), store.n_done, interval=cfg.progress_seconds)
     futures = kind.submit(client, grid, cells, cfg=cfg, store=store.path)
     watch = WorkerWatch(client, cfg.cluster.wait_for_workers)
     finished = as_completed(futures)
+    attempts = dict.fromkeys(futures, 0)
     last_flush, pending = time.monotonic(), False
     try:
         while not finished.is_empty():
@@ -108,19 +86,25 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Non
             for future, result in zip(done, client.gather(done) if done else [], strict=True):
                 results = result if isinstance(result, list) else [result]
                 for cell, cell_result in zip(futures.pop(future), results, strict=True):
+                    if isinstance(cell_result, CellError):  # one cell of a task raised
+                        _fail(store, failed, Failure(cell_result.message, rerun=False), [cell])
+                        progress.advance(failed=1)
+                        continue
                     store.record(cell, cell_result.values())
-                progress.advance(finished=len(results))
+                    progress.advance(finished=1)
             for future in batch:
                 if future in futures and future.status in RECOMPUTED:
                     # finished, but its result died with a worker before it was gathered:
                     # the scheduler computes it again, so wait for it again
                     finished.add(future)
-                elif future in futures:  # not finished: failed after its retries
-                    message = _failure(client, future)
-                    for cell in futures.pop(future):
-                        store.record_failure(cell, message)
-                        log.warning("cell %s failed: %s", cell, message)
-                        progress.advance(failed=1)
+                elif future in futures and transient(future) and attempts[future] < cfg.retries:
+                    attempts[future] += 1
+                    client.retry([future])
+                    finished.add(future)
+                elif future in futures:  # not finished, and trying again would not help
+                    cells_of = futures.pop(future)
+                    _fail(store, failed, describe(client, future), cells_of)
+                    progress.advance(failed=len(cells_of))
             pending = pending or bool(batch)
             if pending and time.monotonic() - last_flush >= cfg.flush_seconds:
                 store.flush()
@@ -131,6 +115,15 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Non
     finally:
         store.flush()
         progress.close()
+    return failed
+
+
+def _fail(store: ResultStore, failed: Failures, failure: Failure, cells: list) -> None:
+    """Record that ``cells`` failed, and why: in the store, the failures, the log file."""
+    failed.add(failure, cells)
+    for cell in cells:
+        store.record_failure(cell, failure.message)
+        CELLS.warning("cell %s failed: %s", cell, failure.message)
 
 
 def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, Grid]:
@@ -162,29 +155,6 @@ def _check_memory(kind: SweepKind, cfg, grid: Grid, limit: int | None) -> None:
         check(cfg, grid, limit)
 
 
-DISTRIBUTED_LOGGERS = ("distributed", "distributed.client", "distributed.gc")
-"""The loggers distributed gives handlers of their own (``distributed.client`` warns "Couldn't
-gather keys, rescheduling" when a worker dies under a task)."""
-
-
-@contextlib.contextmanager
-def _distributed_to_the_log():
-    """distributed's own messages (a worker restarted, a task lost) go to the run's log file
-    (Hydra's ``main.log``) rather than the terminal, while a sweep runs; where no log file
-    is configured (from Python), they stay where they were."""
-    files = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
-    loggers = [logging.getLogger(name) for name in DISTRIBUTED_LOGGERS]
-    before = [logger.handlers[:] for logger in loggers]
-    if files:
-        for logger in loggers:
-            logger.handlers = files
-    try:
-        yield
-    finally:
-        for logger, handlers in zip(loggers, before, strict=True):
-            logger.handlers = handlers
-
-
 def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
     """Run the sweep of a composed config into ``store``; the finished cells stay stored
     whatever happens. ``client`` None starts (and stops) the configured cluster; a given
@@ -192,18 +162,24 @@ def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
     store that cannot be used (another sweep holds its lock), before any cluster starts."""
     store = Path(store)
     kind, grid = prepare(cfg, store, own_cluster=client is None)
-    with StoreLock(store) as lock, _distributed_to_the_log():
-        return _locked(cfg, store, kind, grid, client, lock)
+    with StoreLock(store) as lock, to_the_log_file() as log_file:
+        return _locked(cfg, store, kind, grid, client, lock, log_file)
 
 
 def _locked(
-    cfg, store: Path, kind: SweepKind, grid: Grid, client: Client | None, lock: StoreLock
+    cfg,
+    store: Path,
+    kind: SweepKind,
+    grid: Grid,
+    client: Client | None,
+    lock: StoreLock,
+    log_file: Path | None,
 ) -> Outcome:
     """``sweep`` with the store's lock held (and its folder, once the store exists)."""
     ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)  # as it is now
     known = client is None and worker_memory(cfg.cluster) is not None
     started = (
-        connect(cfg.cluster, allowed_failures=cfg.retries)
+        connect(cfg.cluster, allowed_failures=cfg.retries, log_file=log_file)
         if client is None
         else contextlib.nullcontext(client)
     )
@@ -228,9 +204,9 @@ def _locked(
             else contextlib.nullcontext()
         )
         with report:
-            compute(client, kind, grid, results, cfg)
+            failed = compute(client, kind, grid, results, cfg)
         results.update_attrs(end_time=now())
-    return Outcome(store, kind, results.n_failed)
+    return Outcome(store, kind, failed)
 
 
 def run(overrides: list[str] = (), *, client: Client | None = None) -> xr.Dataset:
@@ -249,6 +225,6 @@ def run(overrides: list[str] = (), *, client: Client | None = None) -> xr.Datase
     """
     cfg, experiment = compose(list(overrides))
     outcome = sweep(cfg, Path(cfg.store) if cfg.store else default_store(experiment), client=client)
-    if outcome.failed:
-        log.warning("%d cells failed; see the `error` variable", outcome.failed)
+    for line in outcome.failed.lines():
+        log.warning(line)
     return open_results(outcome.store)

@@ -40,13 +40,10 @@ def run(cfg) -> int:
     outcome = sweep(cfg, store_path(cfg))
     print(outcome.kind.summary(open_results(outcome.store).load()))
     print(f"results: {outcome.store}  (xr.open_zarr({str(outcome.store)!r}))")
-    if outcome.failed:
-        print(
-            f"{outcome.failed} cells failed; see the `error` variable. Run the same "
-            "command again to retry them.",
-            file=sys.stderr,
-        )
-    return 1 if outcome.failed else 0
+    failed = outcome.failed
+    for line in [*failed.lines(), failed.closing()] if failed else []:
+        print(line, file=sys.stderr)
+    return 1 if failed else 0
 
 
 @hydra.main(version_base=VERSION_BASE, config_path=str(CONFIG_DIR), config_name="config")

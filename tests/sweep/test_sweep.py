@@ -17,7 +17,7 @@ from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.methods.tasks import observations
 
-from helpers import TINY, assert_same_values, start_sweep, sweep
+from helpers import TINY, assert_same_values, install, on_path, start_sweep, sweep
 
 
 def test_store_layout(smoke):
@@ -107,27 +107,72 @@ def test_rerun_computes_nothing(smoke, tmp_path):
     assert xr.open_zarr(path).attrs["runs"] == 2
 
 
-def test_failing_cells_are_recorded_and_the_sweep_goes_on(tmp_path):
-    corpus = tmp_path / "tiny.txt"
+FAILING = """
+import os
+
+SETTING = "s"
+
+
+def check(setting):
+    pass
+
+
+def approximate(hmm, setting):
+    with open(os.environ["FAILING_CALLS"], "a") as calls:
+        calls.write("called\\n")
+    raise ValueError("the failing method fails")
+"""
+"""A plug-in method whose every cell raises the same ``ValueError``, counting its calls."""
+
+
+def test_deterministic_failures_are_reported_once_not_retried_and_the_rest_goes_on(tmp_path):
+    """A plug-in method that raises in every cell and a family whose model cannot be built:
+    their cells fail, the other cells of the same fused task are kept, nothing is tried
+    again (``retries=2`` applies only to reasons another attempt may not meet), and the
+    terminal gets one line per reason, with no traceback and no advice to rerun."""
+    install(
+        tmp_path,
+        "failingpkg",
+        {"failing_method": FAILING},
+        {"pipeline.methods": {"failing": "failing_method"}},
+    )
+    corpus, calls = tmp_path / "tiny.txt", tmp_path / "calls.txt"
     corpus.write_text("one two three four five six seven eight nine ten " * 3)
+    env = on_path(tmp_path, FAILING_CALLS=str(calls))
     result = sweep(
         *TINY,
         "grid.families=[bell,lm]",
         "grid.n_states={bell:[20],lm:[40]}",
         f"model.lm.corpus={corpus}",
-        "retries=1",
+        "grid.methods={topp:[0.9],failing:[1,2]}",
+        "grid.seeds=[0]",
+        "retries=2",
         cwd=tmp_path,
+        env=env,
     )
     assert result.returncode == 1
-    assert "24 cells failed" in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-3:] == [
+        "4 cells failed (bell, 20, failing, 1.0, 0, predict and 3 more): ValueError: the "
+        "failing method fails",
+        "6 cells failed (lm, 40, topp, 0.9, 0, predict and 5 more): ValueError: the lm corpus "
+        "has 10 word types; n_states=40 needs at least 39 (n_states - 1 words plus the "
+        "unknown-word state)",
+        "10 cells failed with errors a rerun repeats (above; each cell's in the `error` "
+        "variable): fix their cause, then run the same command again.",
+    ], result.stderr
+    assert "Traceback" not in result.stderr and "Compute Failed" not in result.stderr
+    # the first pass over bell's fused cells stops at the first failing call; then each of
+    # its four failing cells runs on its own: five calls, where a retry would repeat them
+    assert calls.read_text().count("called") == 5
     ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr")
+    bell = ds.sel(family="bell", n_states=20)
+    assert bool(bell.sel({"method": "topp", "setting": 0.9}).done.all())
+    assert not bool(bell.sel({"method": "failing"}).done.any())
     lm = ds.sel(family="lm", n_states=40)
-    assert int(lm.failed.sum()) == 24 and int(lm.done.sum()) == 0
-    messages = {str(m) for m in lm.error.values.flat if str(m)}
-    assert len(messages) == 1 and "word types; n_states=40 needs at least 39" in messages.pop()
-    assert int(ds.sel(family="bell", n_states=20).done.sum()) == 24
-    sizes = ds.in_grid.any(("method", "setting"))
-    assert sizes.values.tolist() == [[True, False], [False, True]]
+    assert int(lm.failed.sum()) == 6 and int(lm.done.sum()) == 0
+    logs = list((tmp_path / "outputs" / "smoke" / "hydra").glob("*/main.log"))
+    assert sum(log.read_text().count("failed: ValueError: the failing") for log in logs) == 4
 
 
 def test_hydra_multirun_gives_each_job_its_own_store(tmp_path):

@@ -233,7 +233,10 @@ class SweepConfig:
     """gamma is exact up to this many states (a pair search in Dask tasks of about 2000
     rows); above, the Doeblin lower bound stands in for it (``gamma_exact`` says which)."""
     retries: int = 2
-    """How often a task that raised is retried before its cells are marked failed."""
+    """How often a task is tried again after a reason another attempt may not meet (a worker
+    short of memory, a lost connection, workers that died under it) before its cells are
+    marked failed; a task's own exception (a ``ValueError`` of a plug-in) is never retried:
+    it would be the same (``pipeline.sweep.failures``)."""
     max_cells: int = 100_000
     """A grid with more cells is refused before anything starts (a typo such as an extra
     zero in a list of seeds should not start a week of work): raise it for a grid meant to

@@ -147,14 +147,12 @@ class Values(NamedTuple):
         return self.values_
 
 
-def submit_each(
-    client: Client, function, cells: list, *args, prefix: str, retries: int
-) -> dict[Future, list]:
+def submit_each(client: Client, function, cells: list, *args, prefix: str) -> dict[Future, list]:
     """One task ``function(cell, *args)`` per cell, keyed ``<prefix>-<cell>``; the future of
     each and the cells it computes (the training and coupled sweeps)."""
     tasks = [
         delayed(function)(cell, *args, dask_key_name=f"{prefix}-{'-'.join(map(str, cell))}")
         for cell in cells
     ]
-    futures = client.compute(tasks, retries=retries)
+    futures = client.compute(tasks)
     return {future: [cell] for future, cell in zip(futures, cells, strict=True)}

@@ -339,5 +339,4 @@ def submit(
         grid.domains,
         grid.settings,
         prefix="coupled",
-        retries=cfg.retries,
     )

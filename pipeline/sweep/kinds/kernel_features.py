@@ -156,5 +156,4 @@ def submit(
         grid.n_features,
         grid.settings,
         prefix="features",
-        retries=cfg.retries,
     )

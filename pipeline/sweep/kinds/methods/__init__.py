@@ -209,7 +209,6 @@ def submit(
         grid,
         cells,
         settings=plan_settings(grid, cfg),
-        retries=cfg.retries,
         fuse_states=cfg.fuse_states,
         reserve=reserve,
     )

@@ -31,6 +31,7 @@ from dask.delayed import Delayed
 from distributed import Client, Future
 
 from pipeline.models import gamma_exact_max_states, seeded
+from pipeline.sweep.failures import TRANSIENT, CellError
 from pipeline.sweep.kinds.methods import memory, tasks
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 
@@ -111,9 +112,27 @@ def model_plan(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> 
 
 
 def run_model(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> list:
-    """The ``tasks.CellResult`` of each of ``cells``, computed here, in order."""
+    """The ``tasks.CellResult`` of each of ``cells``, computed here, in order. Where a cell
+    raises (a plug-in method's ``ValueError``), the cells are computed one by one, so the
+    others are kept: the one that raised gives its ``CellError`` (``TRANSIENT`` exceptions
+    fail the task, to be tried again)."""
     plan = model_plan(spec, cells, settings)
-    return list(dask.compute(*plan.values(), scheduler="sync"))
+    try:
+        return list(dask.compute(*plan.values(), scheduler="sync"))
+    except TRANSIENT:
+        raise
+    except Exception:  # any cell's own error: keep the others
+        return [_cell(task) for task in plan.values()]
+
+
+def _cell(task: Delayed):
+    """One cell's result, or the ``CellError`` of the exception it raised."""
+    try:
+        return dask.compute(task, scheduler="sync")[0]
+    except TRANSIENT:
+        raise
+    except Exception as error:  # its own error, whatever it is
+        return CellError.of(error)
 
 
 def by_model(grid: MethodsGrid, cells: list[Cell]) -> list[tuple[tasks.ModelSpec, list[Cell]]]:
@@ -135,7 +154,6 @@ def submit(
     cells: list[Cell],
     *,
     settings: Settings,
-    retries: int,
     fuse_states: int,
     reserve: Callable[[tasks.ModelSpec, list[Cell]], dict | None] = lambda spec, cells: None,
 ) -> dict[Future, list[Cell]]:
@@ -159,14 +177,12 @@ def submit(
                 model_cells,
                 settings,
                 key=f"{key}-{settings.token}",
-                retries=retries,
             )
             futures[future] = model_cells
             continue
         plan = model_plan(spec, model_cells, settings)
         computed = client.compute(
             list(plan.values()),
-            retries=retries,
             optimize_graph=False,
             resources=reserve(spec, model_cells),
         )

@@ -164,5 +164,4 @@ def submit(
         grid.settings,
         models_folder(store),
         prefix="train",
-        retries=cfg.retries,
     )
