@@ -27,7 +27,7 @@ import cloudpickle
 
 from pipeline.sweep import kinds
 from pipeline.sweep.cluster import connect
-from pipeline.sweep.config import REPOSITORY, compose
+from pipeline.sweep.config import compose
 from pipeline.sweep.config.clusters import (
     AddressClusterConfig,
     JobqueueClusterConfig,
@@ -37,7 +37,7 @@ from pipeline.sweep.config.clusters import (
 from pipeline.sweep.provenance import cpu, memory
 from pipeline.sweep.store import ResultStore
 
-sys.path.insert(0, str(REPOSITORY / "tests" / "clusters"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "clusters"))
 sys.path.insert(0, str(Path(__file__).parent))
 import kit
 import sweep_throughput

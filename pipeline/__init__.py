@@ -7,13 +7,19 @@ top-k, belief pruning, low-rank), ``pipeline.inference``, ``pipeline.metrics``,
 ``pipeline.plugins`` adds users' own families and methods. Experiments: ``python -m
 pipeline.sweep`` or ``pipeline.sweep.run([...])``; results: ``pipeline.open_results(path)``
 (what a store holds: ``pipeline.results``); reports: ``python -m pipeline.analyze`` or
-``pipeline.analysis.analyze``.
+``pipeline.analysis.analyze``; the ``pipeline`` command runs both (``pipeline sweep ...``,
+``pipeline analyze ...``).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+
 from pipeline.results import open_results
 
-__version__ = "0.2.0"
+try:
+    __version__ = importlib.metadata.version("topp-pipeline")
+except importlib.metadata.PackageNotFoundError:  # sources on the path, not installed
+    __version__ = "unknown"
 
 __all__ = ["open_results"]

@@ -1,6 +1,8 @@
 """The README's two commands are the ones CI and users run."""
 
-from pipeline.sweep.config import REPOSITORY
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parents[1]
 
 
 def quick_start() -> list[str]:

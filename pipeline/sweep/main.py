@@ -86,6 +86,11 @@ def _stop(signum, frame) -> None:
 
 def main() -> None:
     """Entry point: register configs, report bad overrides in one line, run under Hydra."""
+    if sys.argv[1:2] == ["--version"]:
+        from pipeline import __version__
+
+        print(f"pipeline {__version__}")
+        return
     try:
         register()
         # Hydra's --cfg would print secrets: the same config, redacted as in the store

@@ -1,13 +1,13 @@
 import copy
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
 from pipeline.coupled.relational import ground
+from pipeline.sweep.config import CONFIG_DIR
 
-QUARTET = Path(__file__).resolve().parents[2] / "conf" / "relational" / "string_quartet.yaml"
+QUARTET = CONFIG_DIR / "relational" / "string_quartet.yaml"
 
 # Two voices, notes c and d, octaves 0 and 1: states (c,0), (c,1), (d,0), (d,1) numbered 0-3.
 # up counts (note, octave) with the note as the low digit: c0 -> d0 -> c1 -> d1 -> d1 (clamp).

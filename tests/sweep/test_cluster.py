@@ -20,7 +20,7 @@ from distributed import Security
 from omegaconf import OmegaConf
 
 from pipeline.sweep.cluster import ANSWER_GRACE, tls
-from pipeline.sweep.config import REPOSITORY, ConfigError
+from pipeline.sweep.config import CONFIG_DIR, ConfigError
 from pipeline.sweep.config.clusters import load_clusters, temporary_tls
 from pipeline.sweep.engine import sweep
 from pipeline.sweep.main import _stop
@@ -48,7 +48,7 @@ TEMPORARY_TLS = {
 """Overrides -> whether each cluster entry gets a temporary certificate authority."""
 
 
-ENTRIES = load_clusters(REPOSITORY / "dask_cluster.yaml")
+ENTRIES = load_clusters(CONFIG_DIR / "dask_cluster.yaml")
 
 
 def entry(name: str, *overrides: str):

@@ -13,7 +13,7 @@ import pytest
 
 from pipeline.results.methods import SCHEMA
 from pipeline.sweep.cluster import connect
-from pipeline.sweep.config import REPOSITORY, ConfigError, register
+from pipeline.sweep.config import CONFIG_DIR, ConfigError, register
 from pipeline.sweep.config.clusters import CLUSTER_KINDS, SecurityConfig, load_clusters
 from pipeline.sweep.kinds import validate
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
@@ -287,7 +287,7 @@ def test_cluster_file_security_section(tmp_path):
 
 def test_every_key_of_the_cluster_file_is_documented():
     """Each key of every schema appears in dask_cluster.yaml's comments or entries."""
-    text = (REPOSITORY / "dask_cluster.yaml").read_text()
+    text = (CONFIG_DIR / "dask_cluster.yaml").read_text()
     for schema in {*CLUSTER_KINDS.values(), SecurityConfig}:
         for key in (f.name for f in dataclasses.fields(schema)):
             assert re.search(rf"^\s*#?\s*{key}:", text, re.MULTILINE), key

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from pipeline.sweep.config import REPOSITORY, compose, register
+from pipeline.sweep.config import CONFIG_DIR, compose, register
 from pipeline.sweep.config.clusters import load_clusters
 from pipeline.sweep.main import main
 from pipeline.sweep.provenance import REDACTED, public_config, redacted
@@ -144,11 +144,11 @@ def leaky_entry() -> dict:
 def cluster_file(tmp_path_factory):
     """A ``dask_cluster.yaml`` whose ``slurm`` entry is ``leaky_entry``; the repository's
     clusters are registered again afterwards."""
-    entries = yaml.safe_load((REPOSITORY / "dask_cluster.yaml").read_text())
+    entries = yaml.safe_load((CONFIG_DIR / "dask_cluster.yaml").read_text())
     path = tmp_path_factory.mktemp("leaky") / "dask_cluster.yaml"
     path.write_text(yaml.safe_dump({**entries, "slurm": leaky_entry()}))
     yield path
-    register(load_clusters(REPOSITORY / "dask_cluster.yaml"))
+    register(load_clusters(CONFIG_DIR / "dask_cluster.yaml"))
 
 
 @pytest.fixture(scope="module")
@@ -207,9 +207,9 @@ def test_configs_without_secrets_are_stored_as_they_are():
     repository looks like a secret (paths, module names, hashes are no tokens)."""
     default, _ = compose([])
     documents = [OmegaConf.to_container(default, resolve=True)]
-    documents += [yaml.safe_load(p.read_text()) for p in (REPOSITORY / "conf").rglob("*.yaml")]
+    documents += [yaml.safe_load(p.read_text()) for p in CONFIG_DIR.rglob("*.yaml")]
     documents += [
-        dataclasses.asdict(e) for e in load_clusters(REPOSITORY / "dask_cluster.yaml").values()
+        dataclasses.asdict(e) for e in load_clusters(CONFIG_DIR / "dask_cluster.yaml").values()
     ]
     for document in documents:
         assert redacted(document) == document

@@ -1,20 +1,20 @@
 """The sweep's configuration, by concern:
 
-- ``schema``: ``SweepConfig``, the structured config Hydra composes ``conf/config.yaml``
+- ``schema``: ``SweepConfig``, the structured config Hydra composes ``pipeline/conf/config.yaml``
   over (every key and its meaning);
 - ``clusters``: the ``cluster`` group, read from ``dask_cluster.yaml``, and its checks;
 - ``validation``: ``ConfigError`` and the checks every sweep kind's keys go through (each
   kind checks its own section: ``pipeline.sweep.kinds``);
 - ``compose``: Hydra's side: registration, replacing overrides, composition;
-- ``specs``: the relational specs of ``conf/relational``.
+- ``specs``: the relational specs of ``pipeline/conf/relational``.
 """
 
 from pipeline.sweep.config.compose import OverrideError, compose, register, replaceable
-from pipeline.sweep.config.schema import REPOSITORY, SweepConfig
+from pipeline.sweep.config.schema import CONFIG_DIR, SweepConfig
 from pipeline.sweep.config.validation import ConfigError, check_list, check_writable
 
 __all__ = [
-    "REPOSITORY",
+    "CONFIG_DIR",
     "ConfigError",
     "OverrideError",
     "SweepConfig",

@@ -14,7 +14,7 @@ from typing import Any, Optional
 import yaml
 from dask.utils import parse_bytes
 
-from pipeline.sweep.config.schema import REPOSITORY
+from pipeline.sweep.config.schema import CONFIG_DIR
 from pipeline.sweep.config.validation import ConfigError
 
 CLUSTER_FILE = "dask_cluster.yaml"
@@ -127,9 +127,9 @@ CLUSTER_KINDS = {
 
 
 def cluster_file() -> Path:
-    """``dask_cluster.yaml`` of the working directory, else the repository's."""
+    """``dask_cluster.yaml`` of the working directory, else the one the package ships."""
     local = Path(CLUSTER_FILE)
-    return local if local.is_file() else REPOSITORY / CLUSTER_FILE
+    return local if local.is_file() else CONFIG_DIR / CLUSTER_FILE
 
 
 def load_clusters(path: Path | None = None) -> dict[str, object]:

@@ -4,6 +4,8 @@ what they name, and composition (the command line's, or Python's) with one-line 
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
@@ -13,11 +15,10 @@ from omegaconf import DictConfig, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from pipeline.sweep.config.clusters import load_clusters
-from pipeline.sweep.config.schema import REPOSITORY, SweepConfig
+from pipeline.sweep.config.schema import CONFIG_DIR, SweepConfig
 from pipeline.sweep.config.validation import ConfigError
 
 VERSION_BASE = "1.3"
-CONFIG_DIR = REPOSITORY / "conf"
 
 REPLACED = ("grid.n_states", "grid.methods", "coupled.n_states")
 """Keys whose override replaces the experiment's value instead of merging into it."""
@@ -39,8 +40,21 @@ def register(clusters: dict[str, object] | None = None) -> None:
         store.store(group="cluster", name=name, node=node)
 
 
+USER_CONFIG = "PIPELINE_CONFIG_DIR"
+"""The environment variable naming a folder of the user's own configs."""
+
+
+def user_configs() -> list[Path]:
+    """Folders of the user's own configs, searched beside the package's (``experiment=mine``
+    finds ``<folder>/experiment/mine.yaml``): ``$PIPELINE_CONFIG_DIR`` and the working
+    directory's ``conf/``, each where it exists."""
+    found = [os.environ.get(USER_CONFIG), "conf"]
+    return [Path(f).resolve() for f in found if f and Path(f).is_dir()]
+
+
 def replaceable(overrides: list[str]) -> list[str]:
-    """Overrides as Hydra takes them: mappings that replace, and ``grid.p`` as shorthand.
+    """Overrides as Hydra takes them: mappings that replace, ``grid.p`` as shorthand, and the
+    user's config folders on Hydra's search path (``user_configs``).
 
     Hydra merges an override into the node it replaces: ``grid.methods={topk: [5]}``
     would add top-k to the experiment's methods, and OmegaConf cannot merge a
@@ -57,6 +71,9 @@ def replaceable(overrides: list[str]) -> list[str]:
         elif value != "null" and key in REPLACED:
             out.append(f"{key}=null")
         out.append(override)
+    folders = user_configs()
+    if folders and "hydra.searchpath" not in keys:
+        out.append(f"hydra.searchpath=[{','.join(f'file://{f}' for f in folders)}]")
     return out
 
 
@@ -95,7 +112,7 @@ def compose(
     overrides: list[str], *, clusters: dict[str, object] | None = None
 ) -> tuple[DictConfig, str]:
     """The config ``python -m pipeline.sweep <overrides>`` runs, composed by Hydra's compose
-    API from ``conf/`` with the same replacements (``replaceable``), and the experiment's
+    API from ``pipeline/conf`` with the same replacements (``replaceable``), and the experiment's
     name (a store's default path holds it); ``OverrideError`` (one line) where the
     overrides do not compose. ``clusters``: the ``cluster`` group's options (default
     ``dask_cluster.yaml``'s).

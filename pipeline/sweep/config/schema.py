@@ -1,5 +1,5 @@
 """The sweep's structured config: the ``SweepConfig`` schema Hydra composes
-``conf/config.yaml`` over (OmegaConf checks types and rejects unknown keys; the kinds and
+``pipeline/conf/config.yaml`` over (OmegaConf checks types and rejects unknown keys; the kinds and
 ``validation`` check values)."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from omegaconf import MISSING
 
 from pipeline.models import FAMILIES, family_parameters
 
-REPOSITORY = Path(__file__).resolve().parents[3]
-"""The checkout: ``conf/`` (Hydra's configs, relational specs) and ``dask_cluster.yaml``."""
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
+"""The configs the package ships (``pipeline/conf``): Hydra's ``config.yaml`` and
+experiments, the relational specs and the default ``dask_cluster.yaml``."""
 MODES = ("predict", "filter")
 
 
@@ -183,8 +184,8 @@ class CoupledConfig:
     alpha: float = 0.1
     """Dirichlet concentration of the ``coupled`` family's rows."""
     relational: dict[str, Any] = field(default_factory=dict)
-    """Relational specs (``conf/relational/<name>.yaml``) -> domains to ground them at, each a
-    mapping type -> how many of its constants to keep (the rest of the types whole)."""
+    """Relational specs (``pipeline/conf/relational/<name>.yaml``) -> domains to ground them at,
+    each a mapping type -> how many of its constants to keep (the rest of the types whole)."""
     horizon: int = 50
     observe_every: int = 4
     topp: list[float] = field(default_factory=lambda: [0.9, 0.99])

@@ -5,7 +5,7 @@ Representations for Complex Stochastic Processes*).
 A config with a ``coupled`` section (``experiment=coupled``, ``coupled_smoke``) computes one
 cell per ``(model, chains, n_states, eps, seed, observe)`` as a Dask task (``coupled_cell``):
 ``model`` is the ``coupled`` family (seeded mixed-memory chains) or a relational spec of
-``conf/relational`` grounded at a domain (``pipeline.coupled.relational``); ``eps`` is the
+``pipeline/conf/relational`` grounded at a domain (``pipeline.coupled.relational``); ``eps`` is the
 coupling; ``observe`` what is observed. Each cell samples a path of the model, observes
 every ``observe_every`` steps and runs every method on it (``pipeline.coupled.compare``);
 the store keeps what ``pipeline.results.coupled`` lists.

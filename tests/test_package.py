@@ -1,0 +1,82 @@
+"""The package as pip builds and installs it (not an editable checkout) runs a sweep and its
+report from a directory that knows nothing of the repository."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import xarray as xr
+
+from helpers import on_path
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The package pip-built from a copy of its sources and installed into a folder of its own
+    (``--target``; its dependencies are this environment's): that folder."""
+    root = tmp_path_factory.mktemp("package")
+    source = root / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPOSITORY / name, source / name)
+    shutil.copytree(
+        REPOSITORY / "pipeline", source / "pipeline", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    target = root / "site"
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(target), str(source)],
+        check=True,
+        capture_output=True,
+    )
+    return target
+
+
+def _run(*command: str, cwd: Path, site: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *command],
+        cwd=cwd,
+        env=on_path(site),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_an_installed_package_sweeps_and_reports_from_anywhere(installed, tmp_path):
+    where = _run("-c", "import pipeline; print(pipeline.__file__)", cwd=tmp_path, site=installed)
+    assert where.stdout.strip() == str(installed / "pipeline" / "__init__.py"), where.stderr
+    version = _run("-m", "pipeline.sweep", "--version", cwd=tmp_path, site=installed)
+    assert version.stdout.strip() == f"pipeline {_version()}", version.stderr
+    swept = _run(
+        "-m",
+        "pipeline.sweep",
+        "experiment=smoke",
+        "grid.families=[bell]",
+        "grid.n_states=[20]",
+        "grid.seeds=[0]",
+        "grid.methods={topp:[0.9],topk:[3]}",
+        "cluster.n_workers=1",
+        "cluster.dashboard_address=:0",
+        cwd=tmp_path,
+        site=installed,
+    )
+    assert swept.returncode == 0, swept.stderr
+    ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr")
+    assert bool(ds.done.where(ds.in_grid, True).all()) and int(ds.done.sum()) == 4
+    report = _run(
+        "-m", "pipeline.analyze", "outputs/smoke/results.zarr", cwd=tmp_path, site=installed
+    )
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "outputs" / "smoke" / "results_report" / "report.md").is_file()
+
+
+def _version() -> str:
+    for line in (REPOSITORY / "pyproject.toml").read_text().splitlines():
+        if line.startswith("version = "):
+            return line.split('"')[1]
+    raise AssertionError("pyproject.toml has no version")
