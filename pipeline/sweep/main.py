@@ -21,6 +21,7 @@ from pipeline.sweep.cluster import NoWorkers
 from pipeline.sweep.config import ConfigError, compose, register, replaceable
 from pipeline.sweep.config.compose import CONFIG_DIR, VERSION_BASE
 from pipeline.sweep.engine import default_store, prepare, sweep
+from pipeline.sweep.help import text as help_text
 from pipeline.sweep.provenance import shown_config
 
 
@@ -90,6 +91,9 @@ def main() -> None:
         from pipeline import __version__
 
         print(f"pipeline {__version__}")
+        return
+    if any(flag in ("--help", "-h") for flag in sys.argv[1:]):
+        print(help_text())
         return
     try:
         register()

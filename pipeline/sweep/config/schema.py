@@ -26,19 +26,23 @@ class GridConfig:
     """The experiment grid; every list is one dimension of the results."""
 
     families: list[str] = field(default_factory=lambda: ["bell", "uniform", "dirichlet"])
+    """Model families to sweep: built-ins (``pipeline.models``) and installed plug-ins."""
     n_states: Any = None
-    """A list of sizes for every family, or a mapping family -> list of sizes (required).
-
-    Typed ``Any`` with no default: OmegaConf cannot merge a mapping into a list node."""
+    """Sizes: a list for every family, or a mapping family -> list (required, except for a
+    family whose parameters fix its size, a model file's). Typed ``Any``: OmegaConf cannot
+    merge a mapping into a list node."""
     methods: Any = None
-    """A mapping method -> list of its settings (``pipeline.methods.METHODS``), e.g.
-    ``{topp: [0.5, 0.9], topk: [5, 20]}``; typed ``Any``: a mapping of lists."""
+    """Approximations: a mapping method -> list of its settings, such as ``{topp: [0.5, 0.9],
+    topk: [5, 20]}`` (``pipeline.methods.METHODS``); typed ``Any``: a mapping of lists."""
     p: Optional[list[float]] = None  # noqa: UP045
     """Shorthand for ``methods={topp: p}`` on the command line (the sweep replaces
     ``grid.methods`` by it); set one of the two."""
     horizon: int = 50
+    """Steps after the prior: beliefs and errors are stored for t = 0..horizon."""
     seeds: list[int] = field(default_factory=lambda: [0])
+    """Random seeds: of a seeded family's model and of the sampled observations."""
     modes: list[str] = field(default_factory=lambda: list(MODES))
+    """Inference modes: ``predict`` (no observations) and ``filter`` (observed paths)."""
     observe_every: int = 5
     """Filtering observes a symbol at every step t with t % observe_every == 0."""
 
@@ -52,11 +56,12 @@ class TimingConfig:
     """Pairs are repeated until they took this long (at most ``max_repeats``): short runs
     of small models need many repeats before a median means anything."""
     max_repeats: int = 1000
+    """The most run pairs per cell, however short the runs."""
     blas_threads: int = 1
     """BLAS threads in every timed run (fixed with threadpoolctl and recorded)."""
     enabled: bool = True
-    """False: accuracy only, for sweeps of many cells where only errors matter: each cell runs
-    its approximation once and stores no runtimes (NaN, its ``missing`` attribute says why)."""
+    """Time the runs; false: accuracy only (each cell runs its approximation once and stores
+    no runtimes: NaN, its ``missing`` attribute says why), for many cells."""
 
 
 def _optional(hint):
@@ -217,11 +222,13 @@ class SweepConfig:
     model: Any = field(default_factory=lambda: model_config()())
     """``model.<family>.<param>``: every family's keyword parameters (``model_config``)."""
     cluster: Any = MISSING
+    """Where the work runs: an entry of ``dask_cluster.yaml`` (``cluster=local``, the
+    default; ``machine``, ``address``, ``slurm``, ``pbs``, ``ssh``)."""
     timing: TimingConfig = field(default_factory=TimingConfig)
     store: Optional[str] = None  # noqa: UP045
-    """Results location; default ``outputs/<experiment>/results.zarr``."""
+    """The results store's path (default ``outputs/<experiment>/results.zarr``)."""
     overwrite: bool = False
-    """Replace an existing store made from a different grid instead of refusing."""
+    """Replace a store made from a different grid (or damaged) instead of refusing it."""
     performance_report: bool = False
     """Save Dask's performance report of the computation (HTML: task stream, worker profile,
     bandwidth) beside the store, as ``<store name>_performance.html``."""
@@ -239,9 +246,8 @@ class SweepConfig:
     marked failed; a task's own exception (a ``ValueError`` of a plug-in) is never retried:
     it would be the same (``pipeline.sweep.failures``)."""
     max_cells: int = 100_000
-    """A grid with more cells is refused before anything starts (a typo such as an extra
-    zero in a list of seeds should not start a week of work): raise it for a grid meant to
-    be that large."""
+    """The most cells a grid may have; a larger one is refused before anything starts (a
+    typo, an extra zero in a list of seeds, should not start a week of work)."""
     flush_seconds: float = 2.0
     """Finished cells are written to the store at least this often."""
     progress_seconds: float = 10.0

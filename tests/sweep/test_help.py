@@ -1,0 +1,46 @@
+"""``python -m pipeline.sweep --help`` says what the command does, its most used keys with their
+meanings from the schema, examples and every experiment; ``--version`` the version."""
+
+import sys
+
+import pytest
+
+from pipeline import __version__
+from pipeline.sweep.config.reference import keys
+from pipeline.sweep.config.schema import CONFIG_DIR, SweepConfig
+from pipeline.sweep.help import MOST_USED
+from pipeline.sweep.main import main
+
+
+def _printed(capsys, monkeypatch, *argv: str) -> str:
+    monkeypatch.setattr(sys, "argv", ["pipeline.sweep", *argv])
+    main()
+    return capsys.readouterr().out
+
+
+def test_help_starts_with_what_the_command_does_and_lists_every_experiment(capsys, monkeypatch):
+    shown = _printed(capsys, monkeypatch, "--help")
+    lines = shown.splitlines()
+    assert lines[0].startswith("usage: python -m pipeline.sweep") and "Hydra" not in lines[0]
+    assert "powered by Hydra" not in shown and len(lines) < 60
+    assert max(map(len, lines)) <= 110
+    for name in MOST_USED:
+        (line,) = [line for line in lines if line.startswith(f"  {name} ")]
+        assert len(line.split(maxsplit=1)[1]) > 10, line  # its meaning, from the schema
+    for path in (CONFIG_DIR / "experiment").glob("*.yaml"):
+        assert any(line.startswith(f"  {path.stem} ") for line in lines), path.stem
+    assert shown.count("python -m pipeline.sweep experiment=") >= 3  # the examples
+
+
+def test_every_key_of_the_schema_has_a_meaning_where_help_reads_it():
+    found = {key.name: key for key in keys(SweepConfig)}
+    assert {"grid.horizon", "timing.enabled", "max_cells", "store"} <= set(found)
+    assert all(found[name].meaning for name in MOST_USED)
+
+
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+def test_help_and_version_start_no_sweep(flag, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert "usage:" in _printed(capsys, monkeypatch, "experiment=smoke", flag)
+    assert _printed(capsys, monkeypatch, "--version").strip() == f"pipeline {__version__}"
+    assert list(tmp_path.iterdir()) == []
