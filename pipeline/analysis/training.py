@@ -1,9 +1,11 @@
 """Figures and report of a training sweep (HMM LMs, ``pipeline.sweep.kinds.training``).
 
 Validation and test perplexity (at each model's best validation epoch) against states per
-parameterisation, beside the Kneser-Ney n-gram lines; seconds per epoch against states;
-the convergence curves; and a table that puts every model beside the softmax of its size
-and says which stopped early and which ran out of epochs.
+parameterisation, beside the modified Kneser-Ney n-gram lines; seconds per epoch against
+states; the convergence curves; a table that puts every model beside the softmax of its
+size and says how each stopped (early, out of epochs, out of time) and which were grown;
+the validation perplexity at equal epochs; and the baselines beside the share of the
+held-out n-grams that training holds (how much an n-gram table can recite).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from matplotlib.figure import Figure
 from pipeline.analysis.figures import Analysis, save
 from pipeline.analysis.readings import run_lines
 from pipeline.results.base import finite_median
-from pipeline.results.training import BASELINES
+from pipeline.results.training import BASELINES, NGRAMS
 
 GIB = 2.0**30
 
@@ -79,11 +81,12 @@ def perplexity_figure(ds: xr.Dataset) -> Figure:
                 ds["n_states"], final[part].sel(parameterisation=name), marker="o", label=str(name)
             )
         lines = _baselines(ds, baseline)
-        for k, kn in enumerate(BASELINES):
+        for k, kn in enumerate(b for b in BASELINES if b.startswith("mkn")):
             value = float(lines.sel(baseline=kn))
             if np.isfinite(value):
                 style = (0, (1 + 2 * k, 2))
-                axis.axhline(value, color="0.4", lw=1, ls=style, label=f"Kneser-Ney {kn[2:]}-gram")
+                label = f"modified Kneser-Ney {kn[3:]}-gram"
+                axis.axhline(value, color="0.4", lw=1, ls=style, label=label)
         _x_axis(axis, ds)
         axis.set(yscale="log", title=f"{part} perplexity at the best validation epoch")
     axes[0].set_ylabel("perplexity")
@@ -129,17 +132,23 @@ def curves_figure(ds: xr.Dataset) -> Figure:
     return figure
 
 
-def _stopping(ds: xr.Dataset, n, name, max_epochs: int) -> str:
-    """How the cells of (n, name) ended: stopped early, or ran out of epochs still improving."""
+_ENDINGS = {"patience": "early stop", "max_epochs": "max epochs", "budget": "time budget"}
+
+
+def _stopping(ds: xr.Dataset, n, name) -> str:
+    """How the cells of (n, name) ended: stopped early, or ran out of epochs or time (still
+    improving if the last epoch was the best), and grown from a smaller model."""
     cell = ds.sel(n_states=n, parameterisation=name)
     done = cell["done"].values
     best, epochs = cell["best_epoch"].values[done], cell["epochs"].values[done]
-    if (epochs < max_epochs).all():
-        return "early stop"
-    return "still improving" if (best == epochs).any() else "max epochs"
+    ending = _ENDINGS.get(str(cell["stopped"].values[done][0]), "?")
+    if ending != "early stop" and (best == epochs).any():
+        ending += ", still improving"
+    grown = int(np.nanmax(cell["grown_from"].values[done]))
+    return f"{ending}; grown from {grown}" if grown else ending
 
 
-def table(ds: xr.Dataset, max_epochs: int) -> str:
+def table(ds: xr.Dataset) -> str:
     """Markdown: per size and parameterisation, perplexities, epochs, seconds per epoch and
     the softmax's over it, tokens per second, memory and the learned transition's rank."""
     final = _final(ds)
@@ -165,21 +174,50 @@ def table(ds: xr.Dataset, max_epochs: int) -> str:
                 f"| {int(n)} | {name} | {int(value['features'])} | {value['validation']:.1f} "
                 f"| {value['test']:.1f} "
                 f"| {int(cell['best_epoch'].max())} / {int(cell['epochs'].max())} "
-                f"| {_stopping(ds, n, name, max_epochs)} | {seconds:.3g} | {faster} "
+                f"| {_stopping(ds, n, name)} | {seconds:.3g} | {faster} "
                 f"| {value['rate']:,.0f} | {value['bytes'] / GIB:.3g} | {rank} |"
             )
     return "\n".join(rows)
 
 
+def equal_epochs_table(ds: xr.Dataset) -> str:
+    """Markdown: validation perplexity after each epoch, per parameterisation and size."""
+    epochs = [int(e) for e in ds["epoch"].values[1:]]
+    curves = ds["perplexity"].where(ds["done"]).median("seed")
+    rows = [
+        "| parameterisation | n_states | " + " | ".join(f"epoch {e}" for e in epochs) + " |",
+        "|---|---|" + "---|" * len(epochs),
+    ]
+    for name in ds["parameterisation"].values:
+        for n in ds["n_states"].values:
+            curve = curves.sel(n_states=n, parameterisation=name).values[1:]
+            if np.isfinite(curve).any():
+                cells = [f"{v:.1f}" if np.isfinite(v) else "-" for v in curve]
+                rows.append(f"| {name} | {int(n)} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def baseline_table(ds: xr.Dataset) -> str:
+    """Markdown: each Kneser-Ney model's validation and test perplexity, and the share of
+    the held-out n-grams of its order that occur in training."""
     validation = _baselines(ds, "baseline_perplexity")
     test = _baselines(ds, "baseline_test_perplexity")
-    rows = ["| interpolated Kneser-Ney | validation | test |", "|---|---|---|"]
-    rows += [
-        f"| {kn[2:]}-gram | {float(validation.sel(baseline=kn)):.1f} | "
-        f"{float(test.sel(baseline=kn)):.1f} |"
-        for kn in BASELINES
+    seen = {part: _baselines(ds, f"seen_{part}") for part in ("validation", "test")}
+    rows = [
+        "| order | interpolated KN validation | test | modified KN validation | test "
+        "| held-out n-grams seen in training (validation / test) |",
+        "|---|---|---|---|---|---|",
     ]
+    for order in sorted({int(b[-1]) for b in BASELINES} | set(NGRAMS)):
+        values = []
+        for kn in (f"kn{order}", f"mkn{order}"):
+            for part in (validation, test):
+                known = kn in BASELINES
+                values.append(f"{float(part.sel(baseline=kn)):.1f}" if known else "-")
+        share = "-"
+        if order in NGRAMS:
+            share = " / ".join(f"{float(seen[p].sel(ngram=order)):.2%}" for p in seen)
+        rows.append(f"| {order} | " + " | ".join(values) + f" | {share} |")
     return "\n".join(rows)
 
 
@@ -190,20 +228,30 @@ def _settings_line(settings: dict) -> str:
         if settings.get("clusters")
         else "no blocks (every state emits every word)"
     )
+    budget = settings.get("max_seconds")
+    limits = "".join(f"; {k} up to {v} states" for k, v in settings.get("max_states", {}).items())
     return (
-        f"- training: {blocks}; at most {settings['max_epochs']} epochs, patience "
-        f"{settings.get('patience')}; batches of {settings['batch']} chunks of "
-        f"{settings['length']} tokens; Adam at {settings['learning_rate']}"
-        f"{_decay(settings.get('lr_decay', 1.0))}; softmax up to "
-        f"{settings.get('softmax_max_states', '?')} states"
+        f"- training: {settings.get('corpus') or 'stdlib'} corpus; {blocks}; at most "
+        f"{settings['max_epochs']} epochs"
+        f"{f' or {budget:g} s' if budget else ''} per cell, patience "
+        f"{settings.get('patience')}; batches of {settings['batch']} streams x "
+        f"{settings['length']} tokens (the state carried between segments); Adam at "
+        f"{settings['learning_rate']}{_decay(settings)}, gradient norm clipped at "
+        f"{settings.get('clip')}; kernel features at most {settings.get('max_features')}; "
+        f"embedding dimension {settings.get('dim')}{limits}"
+        f"{'; each size grown from the half-size model' if settings.get('grow') else ''}"
     )
 
 
-def _decay(decay: float) -> str:
-    """How the rate changed after an epoch without a better validation perplexity."""
+def _decay(settings: dict) -> str:
+    """How the rate changed after epochs without a better validation perplexity."""
+    decay = settings.get("lr_decay", 1.0)
     if decay == 1:
         return ""
-    return f", times {decay} (the best epoch restored) after an epoch that did not improve"
+    patience = settings.get("lr_patience", 1)
+    return (
+        f", times {decay} (the best epoch restored) after {patience} epoch(s) without a better one"
+    )
 
 
 def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
@@ -224,18 +272,25 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
             f"{', '.join(split) or '?'}",
             _settings_line(settings),
             "",
-            "Each cell trains one HMM LM from a random start by Adam on the evidence (the "
-            "gradient of the forward-backward recursion) until its validation perplexity has "
-            "not improved for `patience` epochs, or `max_epochs`; validation and test "
-            "perplexity are those of the best validation epoch's model. `kernel_<r>` has r "
-            "states per feature (F = n / r). 'how it ended': early stop (patience ran out), "
-            "max epochs (the best epoch came earlier), still improving (the last epoch was the "
-            "best: not converged). Seconds per epoch are the gradient steps only, one BLAS "
-            "thread per worker; 'softmax / it' is how many times faster than the softmax of the "
-            "same size an epoch runs; training GiB counts the parameters, their two Adam moments, "
+            "Each cell trains one HMM LM (from a random start, or split from the trained model "
+            "of half its states) by Adam on the evidence (the gradient of the forward-backward "
+            "recursion) until its validation perplexity has not improved for `patience` epochs, "
+            "`max_epochs`, or its time budget; validation and test perplexity are those of the "
+            "best validation epoch's model, every held-out stream scored from its start with "
+            "its state carried throughout (the Kneser-Ney models score the same streams). "
+            "`kernel_<r>` has r states per feature (F = min(n / r, max_features)); `neural` "
+            "has embeddings through a residual MLP and dot-product logits. 'how it ended': "
+            "early stop (patience ran out), max epochs or time budget, 'still improving' when "
+            "the last epoch was the best (not converged). Seconds per epoch are the gradient "
+            "steps only; 'softmax / it' is how many times faster than the softmax of the same "
+            "size an epoch runs; training GiB counts the parameters, their two Adam moments, "
             "the best epoch's copy and the per-batch buffers.",
             "",
-            table(ds, settings.get("max_epochs", ds.sizes["epoch"] - 1)),
+            table(ds),
+            "",
+            "Validation perplexity at equal epochs:",
+            "",
+            equal_epochs_table(ds),
             "",
             baseline_table(ds),
             "",

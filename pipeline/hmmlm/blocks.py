@@ -4,8 +4,12 @@ A blocked model (``pipeline.hmmlm.clusters.Blocks``: C clusters of k states) has
 ``Parameters`` of ``pipeline.hmmlm.parameters`` with one change: its emission logits are
 flat (k V,), cluster c's (k, m_c) block (its states over its words) at ``k * starts[c]``,
 a softmax over each row, so a state emits only its cluster's words. The transitions are a
-``Softmax`` (dense blocks) or a ``Kernel`` (low-rank blocks; its band, if any, becomes the
-sparse correction of ``pipeline.hmmlm.blocked``).
+``Softmax`` or a ``Neural`` (dense blocks: the visited k x k blocks of the matrix) or a
+``Kernel`` (low-rank blocks, ``pipeline.hmmlm.blocked_kernel``; its band, if any, becomes
+the sparse correction of ``pipeline.hmmlm.blocked``). Each kind is a small class
+(``_Softmax``, ``_Neural``, ``_Kernel``, looked up by the transition's type) of three
+functions: what it computes once per set of parameters (``setup``), the blocks a batch's
+tokens read (``blocks``), and the gradient (``gradient``).
 
 State dropout (the regulariser of Chiu and Rush 2020) trains each batch on a sub-model:
 ``Restriction`` keeps ``k'`` of every cluster's k states, and the sub-model is the model
@@ -13,10 +17,14 @@ restricted to them (the softmax over the kept states only, the kernel's normalis
 the kept columns), itself a blocked model of C clusters of k' states. Its gradient is
 scattered back (zero for the dropped states' parameters).
 
-``gradient`` contracts the statistics of ``pipeline.hmmlm.blocked``: for the softmax
-``d logits = T * (G - h)`` (n^2), for a kernel the per-transition vectors are summed by
-cluster as k x F products, ``dL_a = sum alpha_{t-1}^T q_t`` and ``dR_b = sum g_t^T y_t``,
-then through the normaliser and the feature map as in the unblocked kernel.
+The gradient contracts the statistics of ``pipeline.hmmlm.blocked``: for the softmax
+``d logits = T * (G - h)`` (n^2), for the neural one through the dot products and the MLP
+(``pipeline.hmmlm.neural``), for a kernel by cluster (``pipeline.hmmlm.blocked_kernel``).
+
+Training and evaluation run streams in segments with the state carried from one segment
+to the next (``pipeline.hmmlm.blocked``); the carry is kept over every state of a cluster
+(``carry_in``, ``carry_out``), so a sub-model of state dropout continues the belief of the
+one before it over the states both keep.
 """
 
 from __future__ import annotations
@@ -27,18 +35,11 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.hmmlm import blocked
+from pipeline.hmmlm import blocked, blocked_kernel, neural
 from pipeline.hmmlm.clusters import Blocks
-from pipeline.hmmlm.parameters import (
-    Kernel,
-    Parameters,
-    Softmax,
-    half_square,
-    softmax_in_place,
-    softmax_rows,
-)
+from pipeline.hmmlm.neural import Neural
+from pipeline.hmmlm.parameters import Kernel, Parameters, Softmax, softmax_in_place, softmax_rows
 from pipeline.hmmlm.workspace import Workspace, scratch
-from pipeline.operators.csr import entry_rows
 
 
 class Restriction(NamedTuple):
@@ -50,6 +51,7 @@ class Restriction(NamedTuple):
         in the CSR order of ``indptr`` and ``indices`` (n' + 1,), (nnz,): the band's
         pattern over the kept states (``|i - j| < delta`` in the model's numbering).
     blocks : the sub-model's blocks (the same words, ``k'`` states each).
+    kept : (C, k') the kept states of each cluster, as indices among its k states.
     """
 
     states: np.ndarray
@@ -58,6 +60,7 @@ class Restriction(NamedTuple):
     indptr: np.ndarray
     indices: np.ndarray
     blocks: Blocks
+    kept: np.ndarray
 
 
 def restriction(blocks: Blocks, kept: np.ndarray, width: int) -> Restriction:
@@ -89,6 +92,7 @@ def restriction(blocks: Blocks, kept: np.ndarray, width: int) -> Restriction:
         indptr,
         inverse[column[valid]],
         blocks._replace(states=kept.shape[1]),
+        kept,
     )
 
 
@@ -124,6 +128,8 @@ def restrict(p: Parameters, r: Restriction, work: Workspace | None = None) -> Pa
         else:
             _gather(t.logits, keep, out)
         transition = Softmax(out)
+    elif isinstance(t, Neural):
+        transition = t._replace(E=t.E[keep])
     else:
         transition = Kernel(t.U[keep], t.V[keep], t.W, t.band.ravel()[r.band])
     return Parameters(p.prior[keep], p.emission[r.emission], transition)
@@ -149,6 +155,10 @@ def expand(grad: Parameters, r: Restriction, like: Parameters, work=None) -> Par
             return Parameters(prior, emission, t)
         out = scratch(work, "d_logits", like.transition.logits.shape, t.logits.dtype)
         return Parameters(prior, emission, Softmax(_scatter(t.logits, keep, out)))
+    if isinstance(t, Neural):
+        E = np.zeros_like(like.transition.E)
+        E[keep] = t.E
+        return Parameters(prior, emission, t._replace(E=E))
     U, V, band = (
         np.zeros_like(x) for x in (like.transition.U, like.transition.V, like.transition.band)
     )
@@ -182,173 +192,175 @@ def emission_matrix(probabilities: np.ndarray, blocks: Blocks) -> sp.csr_array:
     return matrix
 
 
-class KernelBlocks(NamedTuple):
-    """A kernel's low-rank blocks and what its gradient reuses."""
+class _Softmax:
+    """Dense blocks gathered from the softmax of the logits (n, n)."""
 
-    T: blocked.LowRankBlocks  # L = diag(1/z) phi(U), R = phi(V), over scales (_exp_balanced)
-    z: np.ndarray  # (n,) row normalisers at those shifts
-    band: np.ndarray  # (nnz,) T at the band's entries
+    @staticmethod
+    def setup(t: Softmax, r: Restriction, work) -> np.ndarray:
+        return softmax_in_place(t.logits)  # ``restrict`` made the logits a copy
 
+    @staticmethod
+    def blocks(T: np.ndarray, coded: blocked.Coded, k: int) -> blocked.DenseBlocks:
+        slot = blocked.visited(coded, len(T) // k)
+        a, b = np.nonzero(slot >= 0)
+        C = slot.shape[0]
+        return blocked.DenseBlocks(np.ascontiguousarray(T.reshape(C, k, C, k)[a, :, b, :]), slot)
 
-def kernel_blocks(t: Kernel, r: Restriction, work: Workspace | None = None) -> KernelBlocks:
-    """``T = L R^T + S`` of a sub-model's kernel (``t.band`` its entries' logits)."""
-    shape = (len(t.U), len(t.W))
-    L = np.matmul(t.U, t.W.T, out=scratch(work, "L", shape, t.U.dtype))
-    R = np.matmul(t.V, t.W.T, out=scratch(work, "R", shape, t.V.dtype))
-    shift = _exp_balanced(L, R, half_square(t.U), half_square(t.V)).astype(L.dtype)
-    z = L @ R.sum(axis=0)
-    rows = entry_rows(r.indptr)
-    raw = np.exp(t.band - shift[rows])
-    product = np.einsum("kf,kf->k", L[rows], R[r.indices])
-    if rows.size:
-        z += np.bincount(rows, weights=raw - product, minlength=len(L)).astype(z.dtype)
-    L /= z[:, None]
-    T = blocked.LowRankBlocks(L, R, r.indptr, r.indices, (raw - product) / z[rows])
-    return KernelBlocks(T, z, raw / z[rows])
-
-
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def _exp_balanced(L, R, half_u, half_v):
-    """The kernel's features from their logits, in place, at scales that keep float32 in range.
-
-    ``R[j, f] = exp(b_jf - m_f)`` with ``b_jf = R[j, f] - half_v[j]`` (log phi(v_j)_f) and
-    ``m_f`` the largest ``b_jf`` of feature f, so every column of ``R`` peaks at 1 (its sum
-    is at least 1); ``L[i, f] = exp(a_if + m_f - s_i)`` with ``a_if = L[i, f] - half_u[i]``
-    and ``s_i`` the row's largest ``a_if + m_f``, so every row of ``L`` peaks at 1. Then
-    ``L R^T = diag(exp(-s)) phi(U) phi(V)^T``: the kernel over one scale per row, which the
-    row normalisers ``z_i >= 1`` cancel. (With one overall scale for ``R``, ``1 / z`` grows
-    past float32's range as training spreads the features' scales.) Returns ``s`` (m,).
-    """
-    n, F = R.shape
-    top = np.full(F, -np.inf)
-    for j in range(n):
-        for f in range(F):
-            top[f] = max(top[f], R[j, f] - half_v[j])
-    for j in range(n):
-        for f in range(F):
-            R[j, f] = np.exp(R[j, f] - half_v[j] - top[f])
-    shift = np.empty(L.shape[0])
-    for i in range(L.shape[0]):
-        high = -np.inf
-        for f in range(F):
-            high = max(high, L[i, f] - half_u[i] + top[f])
-        for f in range(F):
-            L[i, f] = np.exp(L[i, f] - half_u[i] + top[f] - high)
-        shift[i] = high
-    return shift
+    @staticmethod
+    def gradient(t: Softmax, T, blocks, s: blocked.Statistics, r, work) -> Softmax:
+        k, C = r.blocks.states, r.blocks.n_clusters
+        G = blocked.block_gradient(s.transitions, blocks.slot, len(blocks.values))
+        d = scratch(work, "d_transition", T.shape, T.dtype)
+        d.fill(0)
+        a, b = np.nonzero(blocks.slot >= 0)
+        d.reshape(C, k, C, k)[a, :, b, :] = G
+        d -= s.visits.astype(T.dtype)[:, None]
+        d *= T
+        return Softmax(d)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def _contract(D, M, a, c):
-    """``D[i, f] = (D[i, f] - a[i] c[f]) M[i, f]`` in place; returns the row sums of D (n,)."""
-    n, F = D.shape
-    sums = np.empty(n)
-    for i in range(n):
-        total = 0.0
-        for f in range(F):
-            value = (D[i, f] - a[i] * c[f]) * M[i, f]
-            D[i, f] = value
-            total += value
-        sums[i] = total
-    return sums
+class _NeuralState(NamedTuple):
+    h: neural.Hidden
+    E: np.ndarray  # (n, d)
+    log_z: np.ndarray  # (n,) the rows computed so far; NaN for the others
 
 
-def _by_cluster(cluster, vectors, features_, k: int, out: np.ndarray) -> np.ndarray:
-    """``out[c k:(c + 1) k] = sum over rows r of cluster c of outer(vectors_r, features_r)``
-    (one k x F product per cluster; ``out`` (n, F))."""
-    order = np.argsort(cluster, kind="stable")
-    bounds = np.searchsorted(cluster[order], np.arange(len(out) // k + 1))
-    sorted_vectors, sorted_features = np.ascontiguousarray(vectors[order].T), features_[order]
-    for c in range(len(bounds) - 1):
-        lo, hi = bounds[c], bounds[c + 1]
-        if hi > lo:
-            np.dot(sorted_vectors[:, lo:hi], sorted_features[lo:hi], out=out[c * k : (c + 1) * k])
-        else:
-            out[c * k : (c + 1) * k] = 0
+class _Neural:
+    """Dense blocks of the neural softmax, the normalisers of the rows they need."""
+
+    @staticmethod
+    def setup(t: Neural, r: Restriction, work) -> _NeuralState:
+        h = neural.hidden(t)
+        return _NeuralState(h, t.E, np.full(len(t.E), np.nan, t.E.dtype))
+
+    @staticmethod
+    def blocks(state: _NeuralState, coded: blocked.Coded, k: int) -> blocked.DenseBlocks:
+        slot = blocked.visited(coded, len(state.E) // k)
+        sources = np.flatnonzero((slot >= 0).any(axis=1))
+        rows = (sources[:, None] * k + np.arange(k)).ravel()
+        missing = rows[np.isnan(state.log_z[rows])]
+        if missing.size:
+            state.log_z[missing] = neural.log_normalisers(state.h.H, state.E, missing)[missing]
+        values = neural.dense_blocks(state.h.H, state.E, state.log_z, slot, k)
+        return blocked.DenseBlocks(values, slot)
+
+    @staticmethod
+    def gradient(t: Neural, state: _NeuralState, blocks, s: blocked.Statistics, r, work):
+        G = blocked.block_gradient(s.transitions, blocks.slot, len(blocks.values))
+        G *= blocks.values  # with respect to the logits: T_ij G_ij on the blocks
+        H, E = state.h.H, state.E
+        dH, dE = neural.block_gradient(H, E, G, blocks.slot)
+        log_z = np.where(s.visits > 0, state.log_z, 0)
+        normaliser_h, normaliser_e = neural.normaliser_gradient(H, E, log_z, s.visits)
+        return neural.mlp_gradient(t, state.h, dH + normaliser_h, dE + normaliser_e)
+
+
+class _Kernel:
+    """Low-rank blocks of the kernel (``pipeline.hmmlm.blocked_kernel``)."""
+
+    @staticmethod
+    def setup(t: Kernel, r: Restriction, work) -> blocked_kernel.KernelBlocks:
+        return blocked_kernel.kernel_blocks(t, r.indptr, r.indices, work)
+
+    @staticmethod
+    def blocks(parts, coded, k: int) -> blocked.LowRankBlocks:
+        return parts.T
+
+    @staticmethod
+    def gradient(t: Kernel, parts, blocks, s: blocked.Statistics, r, work) -> Kernel:
+        return blocked_kernel.gradient(t, parts, s, r.blocks.states, work)
+
+
+_KINDS = {Softmax: _Softmax, Neural: _Neural, Kernel: _Kernel}
+
+
+def carry_in(carry: np.ndarray | None, previous: np.ndarray, r: Restriction):
+    """The carried beliefs (B, k) over every state of the clusters ``previous`` (B,) (the
+    previous tokens') as beliefs over the sub-model's kept states (B, k'), renormalised
+    (uniform where none of the kept states had any); None stays None."""
+    if carry is None or r.kept.shape[1] == carry.shape[1]:
+        return carry
+    kept = np.take_along_axis(carry, r.kept[previous], axis=1)
+    total = kept.sum(axis=1, keepdims=True)
+    safe = np.where(total > 0, total, 1)
+    return np.where(total > 0, kept / safe, 1 / kept.shape[1]).astype(carry.dtype)
+
+
+def carry_out(last: np.ndarray, clusters: np.ndarray, r: Restriction, k: int) -> np.ndarray:
+    """The sub-model's last beliefs (B, k') at tokens of the clusters ``clusters`` (B,) as
+    beliefs over all k states of each (B, k), zero for the dropped states."""
+    if r.kept.shape[1] == k:
+        return last
+    out = np.zeros((len(last), k), last.dtype)
+    np.put_along_axis(out, r.kept[clusters], last, axis=1)
     return out
 
 
-def _kernel_gradient(t: Kernel, parts: KernelBlocks, s: blocked.Statistics, r: Restriction, work):
-    """The kernel's gradient (the module's docstring); ``t`` the sub-model's kernel."""
-    f, k, n = s.transition, r.blocks.states, len(t.U)
-    L, R = parts.T.L, parts.T.R
-    dtype = L.dtype
-    h = s.visits.astype(dtype)
-    # sum_j G_ij R_j and sum_i G_ij L_i, the band's entries included
-    dX = _by_cluster(f.source, f.before, f.q, k, scratch(work, "dX", L.shape, dtype))
-    dY = _by_cluster(f.target, f.after, f.y, k, scratch(work, "dY", L.shape, dtype))
-    if r.indices.size:  # the band's entries are not the product's: take them out again
-        G = sp.csr_array((f.band, r.indices, r.indptr), shape=(n, n))
-        ones = sp.csr_array((np.ones(r.indices.size), r.indices, r.indptr), shape=(n, n))
-        dX += (h[:, None] * (ones @ R) - G @ R).astype(dtype)
-        dY += (ones.T @ (h[:, None] * L) - G.T @ L).astype(dtype)
-    # dX = (dL - h sum_j R_j) / z * phi(U) = (...) * L; dY = (dR - sum_i h_i L_i) * phi(V)
-    row_x = _contract(dX, L, h, R.sum(axis=0))
-    row_y = _contract(dY, R, np.ones(n, dtype), h @ L)
-    rows = entry_rows(r.indptr)
-    return Kernel(
-        dX @ t.W - row_x.astype(dtype)[:, None] * t.U,
-        dY @ t.W - row_y.astype(dtype)[:, None] * t.V,
-        dX.T @ t.U + dY.T @ t.V,
-        (parts.band * (f.band - h[rows])).astype(dtype),
-    )
+def _with_previous(tokens: np.ndarray, previous: np.ndarray | None) -> np.ndarray:
+    """``tokens`` (B, T) after the previous segment's last tokens (B,), if any."""
+    return tokens if previous is None else np.concatenate([previous[:, None], tokens], axis=1)
 
 
 def batch_gradient(
-    p: Parameters, blocks: Blocks, tokens: np.ndarray, r: Restriction, work: Workspace | None = None
+    p: Parameters,
+    blocks: Blocks,
+    tokens: np.ndarray,
+    r: Restriction,
+    work: Workspace | None = None,
+    *,
+    carry: np.ndarray | None = None,
+    previous: np.ndarray | None = None,
 ):
-    """``(log evidence, gradient)`` of the batch ``tokens`` (B, T) under the sub-model
-    ``r`` of ``p`` (``full`` for the whole model); the gradient is the full model's.
-    With ``work``, large gradients live in its buffers until the next call."""
+    """``(log evidence, gradient, last beliefs)`` of the batch ``tokens`` (B, T) under the
+    sub-model ``r`` of ``p`` (``full`` for the whole model); the gradient is the full
+    model's. With ``carry`` (B, k) the sequences continue from the beliefs over all k
+    states of the clusters of the tokens ``previous`` (B,) (the last of the segment
+    before); the last beliefs (B, k) are the next segment's carry. With ``work``, large
+    gradients live in its buffers until the next call."""
+    k = blocks.states
     sub = restrict(p, r, work)
     prior = softmax_rows(sub.prior)
     emission = emission_probabilities(sub.emission, r.blocks)
-    coded = blocked.code(tokens, blocks)
-    if isinstance(sub.transition, Softmax):
-        T = softmax_in_place(sub.transition.logits)
-        s = blocked.statistics(prior, emission, r.blocks, T, coded, work)
-        d_transition = s.transition
-        d_transition -= s.visits.astype(T.dtype)[:, None]
-        d_transition *= T
-        d_transition = Softmax(d_transition)
-    else:
-        parts = kernel_blocks(sub.transition, r, work)
-        s = blocked.statistics(prior, emission, r.blocks, parts.T, coded, work)
-        d_transition = _kernel_gradient(sub.transition, parts, s, r, work)
+    coded = blocked.code(_with_previous(tokens, previous), blocks)
+    kind = _KINDS[type(sub.transition)]
+    state = kind.setup(sub.transition, r, work)
+    T = kind.blocks(state, coded, r.blocks.states)
+    start = None if carry is None else carry_in(carry, coded.cluster[:, 0], r)
+    s = blocked.statistics(prior, emission, r.blocks, T, coded, start)
+    d_transition = kind.gradient(sub.transition, state, T, s, r, work)
     d_emission = np.empty_like(sub.emission)
-    k = r.blocks.states
+    k_kept = r.blocks.states
     for c in range(r.blocks.n_clusters):
-        lo, hi = k * r.blocks.starts[c], k * r.blocks.starts[c + 1]
-        counts = s.emission_counts[lo:hi].reshape(k, -1)
-        probabilities = emission[lo:hi].reshape(k, -1)
+        lo, hi = k_kept * r.blocks.starts[c], k_kept * r.blocks.starts[c + 1]
+        counts = s.emission_counts[lo:hi].reshape(k_kept, -1)
+        probabilities = emission[lo:hi].reshape(k_kept, -1)
         d_emission[lo:hi] = (counts - counts.sum(axis=1, keepdims=True) * probabilities).ravel()
+    starts = 0 if carry is not None else len(tokens)
     grad = Parameters(
-        (s.posterior_start - len(tokens) * prior).astype(sub.prior.dtype),
+        (s.posterior_start - starts * prior).astype(sub.prior.dtype),
         d_emission,
         d_transition,
     )
-    return s.log_evidence, expand(grad, r, p, work)
-
-
-def transition_blocks(t, r: Restriction, work: Workspace | None = None):
-    """What ``blocked.log_evidence`` steps for the sub-model's transitions ``t`` (copies,
-    overwritten): the dense matrix or the low-rank blocks."""
-    return softmax_in_place(t.logits) if isinstance(t, Softmax) else kernel_blocks(t, r, work).T
+    last = carry_out(s.last, coded.cluster[:, -1], r, k)
+    return s.log_evidence, expand(grad, r, p, work), last
 
 
 def log_evidence(
-    p: Parameters, blocks: Blocks, chunks: np.ndarray, batch: int = 256, work=None
+    p: Parameters, blocks: Blocks, streams: np.ndarray, length: int = 256, work=None
 ) -> float:
-    """``sum log P(chunk)`` over the rows of ``chunks`` (M, T) under the whole model,
-    ``batch`` rows at a time."""
+    """``sum log P(stream)`` over the rows of ``streams`` (S, L) under the whole model, each
+    from the prior, in segments of ``length`` tokens with the state carried between them."""
     r = full(blocks, p.transition.band.shape[1] if isinstance(p.transition, Kernel) else 0)
     sub = restrict(p, r, work)
     prior = softmax_rows(sub.prior)
     emission = emission_probabilities(sub.emission, r.blocks)
-    T = transition_blocks(sub.transition, r, work)
-    return sum(
-        blocked.log_evidence(
-            prior, emission, r.blocks, T, blocked.code(chunks[k : k + batch], blocks)
-        )
-        for k in range(0, len(chunks), batch)
-    )
+    kind = _KINDS[type(sub.transition)]
+    state = kind.setup(sub.transition, r, work)
+    total, carry, previous = 0.0, None, None
+    for lo in range(0, streams.shape[1], length):
+        segment = streams[:, lo : lo + length]
+        coded = blocked.code(_with_previous(segment, previous), blocks)
+        T = kind.blocks(state, coded, blocks.states)
+        evidence, carry = blocked.log_evidence(prior, emission, blocks, T, coded, carry)
+        total, previous = total + evidence, segment[:, -1]
+    return total

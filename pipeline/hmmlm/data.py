@@ -1,4 +1,4 @@
-"""Token sequences for training HMM LMs: a corpus split by document, as chunks of word ids.
+"""Token streams for training HMM LMs: a corpus split by document, as streams of word ids.
 
 The split is fixed once and for all by each document's text (``part``): the first 8
 bytes of the SHA-256 of its UTF-8 text, as a big-endian integer modulo 10, send it to
@@ -35,11 +35,11 @@ DEFAULT_VOCABULARY = 6000
 
 
 class Corpus(NamedTuple):
-    """A corpus as chunks of word ids, one array (chunks, length) per part."""
+    """A corpus as word ids, one sequence per part (its documents in corpus order)."""
 
-    train: np.ndarray  # (M, length) int64
-    validation: np.ndarray  # (M_v, length) int64
-    test: np.ndarray  # (M_t, length) int64
+    train: np.ndarray  # (N,) int64
+    validation: np.ndarray  # (N_v,) int64
+    test: np.ndarray  # (N_t,) int64
     words: tuple[str, ...]  # (V,) id -> word; the last is <unk>
     split: str  # split_digest of the documents' parts
 
@@ -81,23 +81,31 @@ def vocabulary(documents, n_tokens: int | None = None) -> tuple[str, ...]:
     return (*(word for word, _ in kept), corpora.UNKNOWN)
 
 
-def chunks(ids: np.ndarray, length: int) -> np.ndarray:
-    """``ids`` cut into rows of ``length``, shape (len(ids) // length, length)."""
-    usable = len(ids) // length * length
-    return np.asarray(ids[:usable], dtype=np.int64).reshape(-1, length)
+def streams(ids: np.ndarray, count: int, tokens: int | None = None) -> np.ndarray:
+    """The first ``tokens`` of ``ids`` (default all) as ``count`` consecutive streams of
+    equal length, shape (count, tokens // count); the remainder is dropped."""
+    ids = np.asarray(ids if tokens is None else ids[:tokens], dtype=np.int64)
+    return ids[: len(ids) // count * count].reshape(count, -1)
 
 
-def load(corpus: str | os.PathLike | None, n_tokens: int | None, length: int) -> Corpus:
-    """The standard library's English (``corpus`` None) or a text file or folder, split
-    by document, in the training part's vocabulary, as chunks of ``length`` tokens."""
+def load(corpus: str | os.PathLike | None, n_tokens: int | None) -> Corpus:
+    """A corpus of ``pipeline.corpus`` (a name, or a text file or folder; None: the
+    standard library's English) split by document, in the training part's vocabulary."""
     documents = corpora.documents(corpus)
     parts = [part(doc) for doc in documents]
     words = vocabulary([d for d, p in zip(documents, parts, strict=True) if p == "train"], n_tokens)
     ids = {name: [np.empty(0, np.int64)] for name in PARTS}
     for where, doc_ids in zip(parts, corpora.word_ids(documents, words), strict=True):
         ids[where].append(doc_ids)
-    return Corpus(
-        *(chunks(np.concatenate(ids[name]), length) for name in PARTS),
-        words,
-        split_digest(documents),
-    )
+    return Corpus(*(np.concatenate(ids[name]) for name in PARTS), words, split_digest(documents))
+
+
+def seen_share(train: np.ndarray, held_out: np.ndarray, order: int) -> float:
+    """The fraction of the n-grams of ``order`` in the rows of ``held_out`` (S, L) that
+    occur word for word in the rows of ``train`` (B, L'): how much of the held-out part an
+    n-gram table can recite."""
+    seen = {tuple(row[k : k + order]) for row in np.asarray(train).tolist()
+            for k in range(len(row) - order + 1)}  # fmt: skip
+    grams = [tuple(row[k : k + order]) for row in np.asarray(held_out).tolist()
+             for k in range(len(row) - order + 1)]  # fmt: skip
+    return sum(gram in seen for gram in grams) / len(grams) if grams else float("nan")

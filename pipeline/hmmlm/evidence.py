@@ -9,6 +9,10 @@ for a ``LowRank`` one (and O(n delta) more for its band). The gradient of
 the emission-weighted backward messages over the scale); it is returned as its
 two factors, never as an n x n matrix, so each parameterisation contracts it in
 its own cost (``pipeline.hmmlm.parameters``).
+
+A sequence either starts from the prior or continues a stream: then ``carry`` (B, n) is
+the belief at the previous segment's last token, and the first step is a transition from
+it (a transition of the gradient too).
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ class Statistics(NamedTuple):
     """What the gradient of one batch's log evidence needs.
 
     log_evidence : float, ``sum over sequences of log P(tokens)``.
-    posterior_start : (n,), ``sum_b P(S_0 | tokens_b)``.
+    posterior_start : (n,), ``sum_b P(S_0 | tokens_b)`` (zero when carried).
     emission_counts : (n, V), ``sum_{b,t} P(S_t = i | tokens_b) [o_t = v]``.
-    before : (N, n), the filtered beliefs ``alpha_{t-1}`` of every transition (N = B (T - 1)).
+    before : (N, n), the filtered beliefs ``alpha_{t-1}`` of every transition (N = B (T - 1),
+        or B T when carried: the carried belief is the first ``alpha_{t-1}``).
     after : (N, n), ``g_t = b_t * beta_t / c_t`` of the same transitions, so that the
         gradient with respect to the transition matrix is ``before.T @ after``.
+    last : (B, n), the belief at each sequence's last token (the next segment's carry).
     """
 
     log_evidence: float
@@ -36,15 +42,18 @@ class Statistics(NamedTuple):
     emission_counts: np.ndarray
     before: np.ndarray
     after: np.ndarray
+    last: np.ndarray
 
 
-def _forward(prior: np.ndarray, step, likelihood: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _forward(prior, step, likelihood, carry=None) -> tuple[np.ndarray, np.ndarray]:
     """Filtered beliefs ``alpha`` (B, T, n) and scales ``c`` (B, T) of the forward recursion
-    with the product ``step`` over the emission likelihoods ``likelihood`` (B, T, n)."""
+    with the product ``step`` over the emission likelihoods ``likelihood`` (B, T, n), from
+    the prior (n,) or, if given, a step from ``carry`` (B, n)."""
     B, steps, n = likelihood.shape
     alpha = np.empty((B, steps, n))
     scale = np.empty((B, steps))
-    current = prior[None, :] * likelihood[:, 0]
+    start = prior[None, :] if carry is None else step(carry)
+    current = start * likelihood[:, 0]
     for t in range(steps):
         if t:
             current = step(alpha[:, t - 1]) * likelihood[:, t]
@@ -53,13 +62,16 @@ def _forward(prior: np.ndarray, step, likelihood: np.ndarray) -> tuple[np.ndarra
     return alpha, scale
 
 
-def log_evidence(prior: np.ndarray, T, emission: np.ndarray, tokens: np.ndarray) -> float:
-    """``sum over sequences of log P(tokens)`` by the forward recursion alone (arguments as
-    for ``statistics``)."""
-    return float(np.log(_forward(prior, batch_products(T).forward, emission.T[tokens])[1]).sum())
+def log_evidence(prior: np.ndarray, T, emission: np.ndarray, tokens: np.ndarray, carry=None):
+    """``sum over sequences of log P(tokens)`` by the forward recursion alone, and the last
+    beliefs (B, n) (arguments as for ``statistics``)."""
+    alpha, scale = _forward(prior, batch_products(T).forward, emission.T[tokens], carry)
+    return float(np.log(scale).sum()), alpha[:, -1]
 
 
-def statistics(prior: np.ndarray, T, emission: np.ndarray, tokens: np.ndarray) -> Statistics:
+def statistics(
+    prior: np.ndarray, T, emission: np.ndarray, tokens: np.ndarray, carry=None
+) -> Statistics:
     """The scaled forward-backward recursion over a batch of token sequences.
 
     Parameters
@@ -69,24 +81,31 @@ def statistics(prior: np.ndarray, T, emission: np.ndarray, tokens: np.ndarray) -
         parameterisations make).
     emission : (n, V) ``P(token | state)``, dense.
     tokens : (B, T) int in ``0..V - 1``.
+    carry : (B, n) the beliefs carried into the sequences; None: they start from the prior.
     """
     likelihood = emission.T[tokens]  # (B, T, n)
     step = batch_products(T)
-    alpha, scale = _forward(prior, step.forward, likelihood)
+    alpha, scale = _forward(prior, step.forward, likelihood, carry)
     B, steps, n = alpha.shape
     beta = np.empty((B, steps, n))
     beta[:, -1] = 1.0
-    after = np.empty((B, steps - 1, n))
-    for t in range(steps - 1, 0, -1):
-        after[:, t - 1] = likelihood[:, t] * beta[:, t] / scale[:, t, None]
-        beta[:, t - 1] = step.backward(after[:, t - 1])
+    after = np.empty((B, steps, n))
+    for t in range(steps - 1, -1, -1):
+        after[:, t] = likelihood[:, t] * beta[:, t] / scale[:, t, None]
+        if t:
+            beta[:, t - 1] = step.backward(after[:, t])
     posterior = alpha * beta
     counts = np.zeros((n, emission.shape[1]))
     np.add.at(counts.T, tokens.ravel(), posterior.reshape(-1, n))
+    if carry is None:
+        before, after, start = alpha[:, :-1], after[:, 1:], posterior[:, 0].sum(axis=0)
+    else:
+        before, start = np.concatenate([carry[:, None], alpha[:, :-1]], axis=1), np.zeros(n)
     return Statistics(
         float(np.log(scale).sum()),
-        posterior[:, 0].sum(axis=0),
+        start,
         counts,
-        alpha[:, :-1].reshape(-1, n),
+        before.reshape(-1, n),
         after.reshape(-1, n),
+        alpha[:, -1],
     )

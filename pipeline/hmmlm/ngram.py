@@ -1,20 +1,31 @@
-"""Interpolated Kneser-Ney n-gram models: the baselines every HMM LM is measured against.
+"""Kneser-Ney n-gram models: the baselines every HMM LM is measured against.
 
-Chen and Goodman's interpolated Kneser-Ney ("An Empirical Study of Smoothing Techniques
-for Language Modeling", 1998), one discount per order. Each chunk of tokens is scored from
-its start, after one start symbol ``START`` (as an HMM LM starts each chunk from its
-prior). With ``a_m`` the adjusted counts of the m-grams (raw counts at the highest order;
-below it, the number of distinct words that precede the m-gram, except that m-grams
-beginning with ``START`` keep their raw counts, since nothing precedes them),
+Chen and Goodman's interpolated Kneser-Ney and modified Kneser-Ney ("An Empirical Study
+of Smoothing Techniques for Language Modeling", 1998). Each row of tokens (a stream) is
+scored from its start, after one start symbol ``START`` (as an HMM LM starts each stream
+from its prior). With ``a_m`` the adjusted counts of the m-grams (raw counts at the
+highest order; below it, the number of distinct words that precede the m-gram, except
+that m-grams beginning with ``START`` keep their raw counts, since nothing precedes them),
 
-    P_m(w | h) = max(a_m(h w) - D_m, 0) / A_m(h) + D_m N_m(h) / A_m(h) P_{m-1}(w | h'),
+    P_m(w | h) = max(a_m(h w) - D_m(a_m(h w)), 0) / A_m(h)
+                 + (D_m(1) N1_m(h) + D_m(2) N2_m(h) + D_m(3) N3_m(h)) / A_m(h) P_{m-1}(w | h'),
 
-where ``A_m(h) = sum_w a_m(h w)``, ``N_m(h)`` counts the words w with ``a_m(h w) > 0``, ``h'``
-drops the first word of ``h``, ``P_0(w) = 1 / V`` over the V words of the vocabulary, and
-a context never seen (``A_m(h) = 0``) passes ``P_{m-1}`` on unchanged. The discount of
-order m is ``D_m = n_1 / (n_1 + 2 n_2)`` (Ney, Essen and Kneser), n_r the m-grams of
-adjusted count r; 1/2 where no m-gram has count 1. A word's history is at most ``order - 1``
-tokens, ``START`` included, so the first word of a chunk is predicted from ``START`` alone.
+where ``A_m(h) = sum_w a_m(h w)``, ``N1_m(h)``, ``N2_m(h)`` and ``N3_m(h)`` count the words
+w with ``a_m(h w)`` 1, 2 and 3 or more, ``D_m(c)`` is the discount of a count c (that of 3
+for any c >= 3), ``h'`` drops the first word of ``h``, ``P_0(w) = 1 / V`` over the V words
+of the vocabulary, and a context never seen (``A_m(h) = 0``) passes ``P_{m-1}`` on
+unchanged. With n_r the m-grams of adjusted count r and ``Y = n_1 / (n_1 + 2 n_2)``:
+
+- interpolated Kneser-Ney: one discount ``D_m(c) = Y`` (Ney, Essen and Kneser);
+- modified Kneser-Ney: three, ``D_m(1) = 1 - 2 Y n_2 / n_1``, ``D_m(2) = 2 - 3 Y n_3 / n_2``,
+  ``D_m(3) = 3 - 4 Y n_4 / n_3``.
+
+Y is 1/2 where no m-gram has count 1 (a zero discount would leave no mass for words unseen
+in a context). Where an order's counts leave a modified discount undefined (an n_r of
+zero) or outside ``0 < D(r) < r`` (small or repetitive texts), that order takes
+``FALLBACK`` instead, as KenLM's ``--discount_fallback`` does. A word's history is at
+most ``order - 1`` tokens, ``START`` included, so the first word of a row is predicted from
+``START`` alone.
 
 >>> model = fit(np.array([[0, 1, 0, 1], [1, 0, 2, 0]]), order=2, n_words=3)
 >>> round(float(np.exp(log_probabilities(model, np.array([[0, 2, 1]]))).prod()) * 54, 12)
@@ -30,20 +41,22 @@ import numpy as np
 
 START = -1
 """The token before every chunk (never predicted)."""
+FALLBACK = (0.5, 1.0, 1.5)
+"""The modified discounts of an order whose counts give none in range (KenLM's default)."""
 
 
 class KneserNey(NamedTuple):
-    """An interpolated Kneser-Ney model; level ``m - 1`` of each tuple is order m's.
+    """A Kneser-Ney model; level ``m - 1`` of each tuple is order m's.
 
     counts : per order, m-gram (tuple of ids) -> adjusted count ``a_m``.
-    contexts : per order, context (the first m - 1 ids) -> ``(A_m, N_m)``.
-    discounts : ``D_m`` per order.
+    contexts : per order, context (the first m - 1 ids) -> ``(A_m, N1_m, N2_m, N3_m)``.
+    discounts : per order, ``(D_m(1), D_m(2), D_m(3))`` (three equal ones: interpolated).
     n_words : V, the vocabulary's size (ids ``0 .. V - 1``).
     """
 
     counts: tuple[dict[tuple[int, ...], int], ...]
-    contexts: tuple[dict[tuple[int, ...], tuple[int, int]], ...]
-    discounts: tuple[float, ...]
+    contexts: tuple[dict[tuple[int, ...], tuple[int, int, int, int]], ...]
+    discounts: tuple[tuple[float, float, float], ...]
     n_words: int
 
     @property
@@ -62,17 +75,21 @@ def _raw_counts(chunks: np.ndarray, order: int) -> list[collections.Counter]:
     return raw
 
 
-def _discount(counts: dict) -> float:
-    """``n_1 / (n_1 + 2 n_2)`` of the adjusted counts; 1/2 without a count of 1 (a zero
-    discount would leave no mass for words unseen in a context)."""
-    of = collections.Counter(counts.values())
-    n1, n2 = of[1], of[2]
-    return n1 / (n1 + 2 * n2) if n1 else 0.5
+def _discounts(counts: dict, modified: bool) -> tuple[float, float, float]:
+    """``(D(1), D(2), D(3))`` of one order's adjusted counts (the module's docstring)."""
+    n = collections.Counter(counts.values())
+    y = n[1] / (n[1] + 2 * n[2]) if n[1] else 0.5
+    if not modified:
+        return y, y, y
+    if not all(n[r] for r in (1, 2, 3)):
+        return FALLBACK
+    out = tuple(r - (r + 1) * y * n[r + 1] / n[r] for r in (1, 2, 3))
+    return out if all(0 < d < r for r, d in zip((1, 2, 3), out, strict=True)) else FALLBACK
 
 
-def fit(chunks: np.ndarray, order: int, n_words: int) -> KneserNey:
-    """The interpolated Kneser-Ney model of ``order`` (>= 1) of the chunks (M, length) of
-    word ids in ``0 .. n_words - 1``."""
+def fit(chunks: np.ndarray, order: int, n_words: int, modified: bool = False) -> KneserNey:
+    """The Kneser-Ney model of ``order`` (>= 1) of the rows ``chunks`` (M, length) of word
+    ids in ``0 .. n_words - 1``: interpolated, or ``modified``."""
     raw = _raw_counts(chunks, order)
     counts = [dict(raw[-1])]
     for m in range(order - 1, 0, -1):
@@ -85,13 +102,12 @@ def fit(chunks: np.ndarray, order: int, n_words: int) -> KneserNey:
     for level in counts:
         totals: dict[tuple[int, ...], list[int]] = {}
         for gram, count in level.items():
-            entry = totals.setdefault(gram[:-1], [0, 0])
+            entry = totals.setdefault(gram[:-1], [0, 0, 0, 0])
             entry[0] += count
-            entry[1] += 1
-        contexts.append({h: (total, types) for h, (total, types) in totals.items()})
-    return KneserNey(
-        tuple(counts), tuple(contexts), tuple(_discount(level) for level in counts), n_words
-    )
+            entry[min(count, 3)] += 1
+        contexts.append({h: tuple(entry) for h, entry in totals.items()})
+    discounts = tuple(_discounts(level, modified) for level in counts)
+    return KneserNey(tuple(counts), tuple(contexts), discounts, n_words)
 
 
 def probability(model: KneserNey, history: tuple[int, ...], word: int) -> float:
@@ -99,16 +115,18 @@ def probability(model: KneserNey, history: tuple[int, ...], word: int) -> float:
     p = 1.0 / model.n_words
     for m in range(1, min(model.order, len(history) + 1) + 1):
         context = history[len(history) - m + 1 :] if m > 1 else ()
-        total, types = model.contexts[m - 1].get(context, (0, 0))
+        total, *types = model.contexts[m - 1].get(context, (0, 0, 0, 0))
         if total:
             discount = model.discounts[m - 1]
             count = model.counts[m - 1].get((*context, word), 0)
-            p = max(count - discount, 0.0) / total + discount * types / total * p
+            own = max(count - discount[min(count, 3) - 1], 0.0) if count else 0.0
+            left = sum(d * n for d, n in zip(discount, types, strict=True))
+            p = own / total + left / total * p
     return p
 
 
 def log_probabilities(model: KneserNey, chunks: np.ndarray) -> np.ndarray:
-    """``log P(w_t | START, w_0 .. w_{t-1})`` of every token of the chunks, shape (M, length)."""
+    """``log P(w_t | START, w_0 .. w_{t-1})`` of every token of the rows, shape (M, length)."""
     out = np.empty(np.shape(chunks))
     for b, row in enumerate(np.asarray(chunks).tolist()):
         padded = (START, *row)
@@ -119,5 +137,5 @@ def log_probabilities(model: KneserNey, chunks: np.ndarray) -> np.ndarray:
 
 
 def perplexity(model: KneserNey, chunks: np.ndarray) -> float:
-    """``exp(-mean log P)`` over every token of the chunks."""
+    """``exp(-mean log P)`` over every token of the rows."""
     return float(np.exp(-log_probabilities(model, chunks).mean()))

@@ -4,6 +4,8 @@ Every parameterisation has prior logits (n,) and emission logits (n, V) with a
 softmax per row; the transitions are either
 
 - ``Softmax``: free logits (n, n), a softmax per row: O(n^2) per step;
+- ``Neural``: the logits ``h_i . e_j`` of state embeddings through a residual MLP, a
+  softmax per row (``pipeline.hmmlm.neural``): O(n^2) per step, O(n d) parameters;
 - ``Kernel``: the generalised softmax of Chiu, Deng, Rush ("Scaling Hidden Markov
   Language Models") ``T = diag(1/z) phi(U) phi(V)^T`` with
   ``phi(u) = exp(W u - |u|^2 / 2)``, embeddings ``U``, ``V`` (n, d) and features
@@ -25,7 +27,9 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.hmmlm import neural
 from pipeline.hmmlm.evidence import Statistics
+from pipeline.hmmlm.neural import Neural
 from pipeline.operators import LowRank, batch_products, entry_rows
 from pipeline.operators.lowrank import band_pattern
 
@@ -44,7 +48,7 @@ class Kernel(NamedTuple):
 class Parameters(NamedTuple):
     prior: np.ndarray  # (n,) logits
     emission: np.ndarray  # (n, V) logits; flat (k V,) by cluster for a blocked model
-    transition: Softmax | Kernel
+    transition: Softmax | Kernel | Neural
 
 
 def softmax_rows(logits: np.ndarray) -> np.ndarray:
@@ -133,8 +137,11 @@ def kernel_parts(p: Kernel) -> KernelParts:
     return KernelParts(LowRank(L / z[:, None], R, band), L, R, z, valid)
 
 
-def transition_matrix(p: Softmax | Kernel):
-    """The row-stochastic transition matrix: dense for ``Softmax``, ``LowRank`` for ``Kernel``."""
+def transition_matrix(p: Softmax | Kernel | Neural):
+    """The row-stochastic transition matrix: dense for ``Softmax`` and ``Neural``, ``LowRank``
+    for ``Kernel``."""
+    if isinstance(p, Neural):
+        return neural.transition_matrix(p)
     return softmax_rows(p.logits) if isinstance(p, Softmax) else kernel_parts(p).T
 
 
@@ -184,23 +191,31 @@ def gradient(p: Parameters, s: Statistics, n_sequences: int) -> Parameters:
     sequences) with respect to every parameter of ``p``."""
     prior = softmax_rows(p.prior)
     emission = softmax_rows(p.emission)
-    step = _softmax_gradient if isinstance(p.transition, Softmax) else _kernel_gradient
+    if isinstance(p.transition, Neural):
+        transition = neural.gradient(p.transition, s.before.T @ s.after)
+    elif isinstance(p.transition, Softmax):
+        transition = _softmax_gradient(p.transition, s)
+    else:
+        transition = _kernel_gradient(p.transition, s)
     return Parameters(
         s.posterior_start - n_sequences * prior,
         s.emission_counts - s.emission_counts.sum(axis=1, keepdims=True) * emission,
-        step(p.transition, s),
+        transition,
     )
 
 
-PARAMETERISATIONS = "softmax, kernel_<r> or banded_kernel_<r> (r states per feature, r >= 1)"
+PARAMETERISATIONS = (
+    "softmax, neural, kernel_<r> or banded_kernel_<r> (r states per feature, r >= 1)"
+)
 """The names of the parameterisations a training grid takes."""
 
 
-def parse(name: str, n_states: int) -> tuple[str, int, bool]:
-    """``(kind, n_features, banded)`` of a parameterisation name for ``n_states`` states;
+def parse(name: str, n_states: int, max_features: int | None = None) -> tuple[str, int, bool]:
+    """``(kind, n_features, banded)`` of a parameterisation name for ``n_states`` states,
+    a kernel's features ``n_states / r`` capped at ``max_features`` (None: no cap);
     ``ValueError`` (one line) for a name that is not one of ``PARAMETERISATIONS``."""
-    if name == "softmax":
-        return "softmax", 0, False
+    if name in ("softmax", "neural"):
+        return name, 0, False
     banded = name.startswith("banded_kernel_")
     prefix = "banded_kernel_" if banded else "kernel_"
     ratio = name.removeprefix(prefix)
@@ -208,7 +223,8 @@ def parse(name: str, n_states: int) -> tuple[str, int, bool]:
         raise ValueError(f"unknown parameterisation {name!r}; allowed: {PARAMETERISATIONS}")
     if int(ratio) > n_states:
         raise ValueError(f"{name} needs at least {ratio} states (one feature), got {n_states}")
-    return "kernel", n_states // int(ratio), banded
+    features = n_states // int(ratio)
+    return "kernel", features if max_features is None else min(features, max_features), banded
 
 
 def initial(
@@ -223,8 +239,9 @@ def initial(
     emission_size: int | None = None,
     dtype=np.float64,
 ) -> Parameters:
-    """Random starting parameters: ``kind`` is ``softmax`` or ``kernel`` (with a band of
-    ``delta`` when ``delta > 0``); small random logits, embeddings of scale 1/sqrt(d).
+    """Random starting parameters: ``kind`` is ``softmax``, ``neural`` or ``kernel`` (with a
+    band of ``delta`` when ``delta > 0``); small random logits, embeddings of scale
+    1/sqrt(d).
     ``emission_size``: flat emission logits of that many entries (a blocked model's k V)
     instead of (n_states, n_tokens)."""
     rng = np.random.default_rng(seed)
@@ -236,6 +253,8 @@ def initial(
     emission = normal(*((n_states, n_tokens) if emission_size is None else (emission_size,)))
     if kind == "softmax":
         transition = Softmax(0.01 * normal(n_states, n_states))
+    elif kind == "neural":
+        transition = neural.initial(n_states, dim, rng, prior.dtype)
     else:
         transition = Kernel(
             normal(n_states, dim) / np.sqrt(dim, dtype=dtype),

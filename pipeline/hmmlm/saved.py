@@ -2,8 +2,9 @@
 
 The file holds the parameters (``pipeline.hmmlm.parameters``) under these keys:
 
-- ``version``: 2 (files without it are version 1: unblocked models, read the same way);
-- ``kind``: ``"softmax"`` or ``"kernel"``;
+- ``version``: 3 (files without it are version 1: unblocked models, read the same way;
+  version 2 has no neural models);
+- ``kind``: ``"softmax"``, ``"kernel"`` or ``"neural"``;
 - ``prior`` (n,) logits, a softmax over the states;
 - ``emission``: logits, a softmax per state's row: (n, V) for an unblocked model; for a
   blocked one (``pipeline.hmmlm.clusters``) flat (k V,), cluster c's block (k, m_c) of its
@@ -11,7 +12,9 @@ The file holds the parameters (``pipeline.hmmlm.parameters``) under these keys:
 - ``cluster`` (V,) the cluster of each word, and ``states_per_cluster`` k: blocked models
   only (cluster c owns the states ``c k .. (c + 1) k - 1``, which emit only its words);
 - ``logits`` (n, n) for a softmax; ``U`` (n, d), ``V`` (n, d), ``W`` (F, d) and ``band``
-  (n, 2 delta - 1) for a kernel (``band`` of width 0 without one);
+  (n, 2 delta - 1) for a kernel (``band`` of width 0 without one); ``E`` (n, d), ``W1``
+  (d, d), ``b1`` (d,), ``W2`` (d, d), ``b2`` (d,), ``gain`` (d,) and ``bias`` (d,) for a
+  neural model (``pipeline.hmmlm.neural``);
 - ``words`` (V,): the vocabulary, token id -> word, the last ``<unk>``.
 
 ``numpy.load`` reads it without this package; ``load`` returns the parameters, the
@@ -26,9 +29,10 @@ import os
 import numpy as np
 
 from pipeline.hmmlm.clusters import Blocks, blocks_of
+from pipeline.hmmlm.neural import Neural
 from pipeline.hmmlm.parameters import Kernel, Parameters, Softmax
 
-VERSION = 2
+VERSION = 3
 """The format this module writes; it reads this one and version 1."""
 
 
@@ -40,7 +44,7 @@ def save(
     arrays = {"logits": t.logits} if isinstance(t, Softmax) else t._asdict()
     if blocks is not None:
         arrays |= {"cluster": blocks.cluster, "states_per_cluster": blocks.states}
-    kind = "softmax" if isinstance(t, Softmax) else "kernel"
+    kind = {Softmax: "softmax", Kernel: "kernel", Neural: "neural"}[type(t)]
     np.savez(
         path,
         version=VERSION,
@@ -66,6 +70,8 @@ def load(path: str | os.PathLike) -> tuple[Parameters, tuple[str, ...], Blocks |
             )
         if str(f["kind"]) == "softmax":
             transition = Softmax(f["logits"])
+        elif str(f["kind"]) == "neural":
+            transition = Neural(*(f[name] for name in Neural._fields))
         else:
             transition = Kernel(f["U"], f["V"], f["W"], f["band"])
         blocks = blocks_of(f["cluster"], int(f["states_per_cluster"])) if "cluster" in f else None

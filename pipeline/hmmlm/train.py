@@ -1,17 +1,22 @@
 """Training HMM LMs by gradient ascent on the evidence, to convergence on validation.
 
-Adam (Kingma and Ba) on every parameter, with the gradient of the summed log evidence of
-a batch of chunks divided by its tokens: the same optimiser for every parameterisation,
-so epochs compare like with like. After every epoch the validation perplexity is
-measured; after ``patience`` epochs in a row without a better one (or ``max_epochs`` in
-all) training stops, and the result is the model of the best validation epoch. The
-learning rate stays constant by default: halving it whenever validation does not improve
-(tried) stalls training on plateaus that a constant rate leaves (``tests/hmmlm``: a sticky
-4-state HMM whose 15-epoch perplexity stays at 5.48-5.50 with halving, 5.00 at a
-constant rate, 4.90 for the true model). Large kernel models can diverge at a rate that
-serves their first epoch (``docs/lm``), so a schedule may ``decay``: after an epoch
-without a better validation perplexity the best epoch's parameters come back, Adam
-restarts and the rate is multiplied by ``decay``.
+The recipe of Chiu and Rush (harvardnlp/hmm-lm, ``scripts/hmm_commands.sh``): the
+training tokens as ``B`` parallel streams, each cut into segments of ``length`` tokens;
+a batch is one segment of every stream, and each stream's state is carried from one
+segment to the next (``pipeline.hmmlm.blocked``: the next segment starts from the last
+belief, the gradient stopped there), so a batch of B x length tokens is one small step
+and an epoch is many. Adam (Kingma and Ba) on every parameter, on the gradient of the
+summed log evidence of a batch divided by its tokens, its norm clipped at ``clip``: the
+same optimiser for every parameterisation, so epochs compare like with like.
+
+After every epoch the validation perplexity is measured (each validation stream from
+the prior, its state carried throughout). After ``decay_patience`` epochs in a row
+without a better one the rate is multiplied by ``decay`` and the best epoch's parameters
+come back (Adam restarted): at a rate that serves their first epochs, large models can
+diverge (``docs/lm``). Training stops after ``patience`` epochs in a row without a better
+one, after ``max_epochs``, or before an epoch that would end past ``max_seconds`` of
+training (as long as the last epoch took); the result is the model of the best
+validation epoch.
 
 A blocked model (``blocks`` given, ``pipeline.hmmlm.blocks``) may train with state
 dropout: each batch keeps a random ``1 - state_dropout`` of every cluster's states (at
@@ -39,6 +44,13 @@ from pipeline.hmmlm.parameters import (
 )
 from pipeline.hmmlm.workspace import Workspace
 
+STOPS = ("patience", "max_epochs", "budget")
+"""Why training stopped: ``patience`` epochs without a better validation perplexity,
+``max_epochs``, or the next epoch would have ended past ``max_seconds``."""
+EVALUATION_LENGTH = 256
+"""Tokens per segment when the evidence of held-out streams is measured (the state is
+carried between segments, so it decides the memory, not the value)."""
+
 
 class Trained(NamedTuple):
     """A training run's result.
@@ -49,6 +61,7 @@ class Trained(NamedTuple):
     best_epoch : the epoch of the lowest validation perplexity (0: none improved on the start).
     training_bytes : bytes of the parameters, their two Adam moments, the best epoch's copy
         and the per-batch buffers.
+    stopped : why training stopped, one of ``STOPS``.
     """
 
     parameters: Parameters
@@ -56,19 +69,34 @@ class Trained(NamedTuple):
     epoch_seconds: np.ndarray
     best_epoch: int
     training_bytes: int
+    stopped: str
 
 
 class Schedule(NamedTuple):
-    """How long and how fast: at most ``max_epochs``; stop after ``patience`` epochs in a
-    row without a better validation perplexity (None: never early); the rate, multiplied by
-    ``decay`` (and the best epoch's parameters restored) after each such epoch (1: a
-    constant rate)."""
+    """How long and how fast (the module's docstring).
+
+    max_epochs : epochs at most.
+    patience : stop after this many epochs in a row without a better validation
+        perplexity (None: never early).
+    length : tokens per segment (a batch is one segment of every stream).
+    learning_rate : Adam's rate at the start.
+    decay : the rate's factor after ``decay_patience`` epochs without a better validation
+        perplexity, the best epoch's parameters restored (1: a constant rate, nothing
+        restored).
+    decay_patience : epochs in a row without a better validation perplexity before each
+        decay.
+    clip : the largest norm of a step's gradient (per token); None: no clipping.
+    max_seconds : seconds of training (updates and validation) not to go past; None: none.
+    """
 
     max_epochs: int
     patience: int | None = None
-    batch: int = 32
-    learning_rate: float = 0.05
+    length: int = 32
+    learning_rate: float = 0.01
     decay: float = 1.0
+    decay_patience: int = 1
+    clip: float | None = 5.0
+    max_seconds: float | None = None
 
 
 def _leaves(tree) -> list[np.ndarray]:
@@ -95,37 +123,46 @@ def _adam(x, g, m, v, rate, scale, beta1, beta2, corrected1, corrected2):
         x[i] += rate * (m[i] / corrected1) / (np.sqrt(v[i] / corrected2) + 1e-8)
 
 
-def log_evidence(p: Parameters, chunks: np.ndarray, blocks: Blocks | None = None, batch=64):
-    """``sum log P(chunk)`` over the rows of ``chunks`` (M, length), ``batch`` rows at a time."""
+def log_evidence(p: Parameters, streams: np.ndarray, blocks: Blocks | None = None) -> float:
+    """``sum log P(stream)`` over the rows of ``streams`` (S, L), each from the prior."""
     if blocks is not None:
-        return blocked_model.log_evidence(p, blocks, chunks, batch)
+        return blocked_model.log_evidence(p, blocks, streams, EVALUATION_LENGTH)
     prior, emission = softmax_rows(p.prior), softmax_rows(p.emission)
-    T = transition_matrix(p.transition)
-    return sum(
-        evidence.log_evidence(prior, T, emission, chunks[k : k + batch])
-        for k in range(0, len(chunks), batch)
-    )
+    return evidence.log_evidence(prior, transition_matrix(p.transition), emission, streams)[0]
 
 
-def perplexity(p: Parameters, chunks: np.ndarray, blocks: Blocks | None = None) -> float:
-    """``exp(-log evidence / tokens)`` of ``chunks``: each chunk starts from the prior."""
-    return float(np.exp(-log_evidence(p, chunks, blocks) / chunks.size))
+def perplexity(p: Parameters, streams: np.ndarray, blocks: Blocks | None = None) -> float:
+    """``exp(-log evidence / tokens)`` of ``streams`` (S, L): each stream from the prior."""
+    return float(np.exp(-log_evidence(p, streams, blocks) / streams.size))
 
 
-def _batch_gradient(p, tokens, blocks, state_dropout, rng, work) -> Parameters:
+def _batch_gradient(p, tokens, blocks, state_dropout, rng, work, carry, previous):
+    """``(gradient, last beliefs)`` of one segment of every stream."""
     if blocks is None:
         prior, emission = softmax_rows(p.prior), softmax_rows(p.emission)
         T = transition_matrix(p.transition)
-        return gradient(p, statistics(prior, T, emission, tokens), len(tokens))
+        s = statistics(prior, T, emission, tokens, carry)
+        return gradient(p, s, len(tokens) if carry is None else 0), s.last
     width = p.transition.band.shape[1] if isinstance(p.transition, Kernel) else 0
     kept = blocked_model.kept_states(blocks, state_dropout, rng)
     r = blocked_model.restriction(blocks, kept, width)
-    return blocked_model.batch_gradient(p, blocks, tokens, r, work)[1]
+    _, grad, last = blocked_model.batch_gradient(
+        p, blocks, tokens, r, work, carry=carry, previous=previous
+    )
+    return grad, last
+
+
+def _clipped_scale(grads: list[np.ndarray], scale: float, clip: float | None) -> float:
+    """``scale``, reduced so that the norm of ``scale * grads`` is at most ``clip``."""
+    if clip is None:
+        return scale
+    norm = scale * np.sqrt(sum(float(np.vdot(g, g)) for g in grads))
+    return scale * min(1.0, clip / norm) if norm > 0 else scale
 
 
 def train(
     p: Parameters,
-    train_chunks: np.ndarray,
+    train_streams: np.ndarray,
     validation: np.ndarray,
     schedule: Schedule,
     *,
@@ -133,38 +170,50 @@ def train(
     state_dropout: float = 0.0,
     seed: int = 0,
 ) -> Trained:
-    """Adam over ``train_chunks`` (M, length) in shuffled batches of ``schedule.batch``
-    chunks, epoch after epoch until ``schedule`` stops; the validation perplexity after
-    each. ``p``'s arrays are updated in place (the best epoch's are copied out)."""
+    """Adam over the segments of ``train_streams`` (B, L), each stream's state carried
+    from segment to segment, epoch after epoch until ``schedule`` stops; the validation
+    perplexity of ``validation`` (S, L') after each. ``p``'s arrays are updated in place
+    (the best epoch's are copied out)."""
     rng = np.random.default_rng(seed)
     leaves = _leaves(p)
     first, second = [np.zeros_like(x) for x in leaves], [np.zeros_like(x) for x in leaves]
     work = Workspace()
-    step, stale, rate = 0, 0, schedule.learning_rate
-    curve, seconds = [perplexity(p, validation, blocks)], []
+    step, stale, rate, stopped = 0, 0, schedule.learning_rate, "max_epochs"
+    began = time.perf_counter()
+    curve, seconds, wall = [perplexity(p, validation, blocks)], [], 0.0
     best, best_epoch = [x.copy() for x in leaves], 0
     while len(seconds) < schedule.max_epochs:
+        spent = time.perf_counter() - began
+        if schedule.max_seconds is not None and seconds and spent + wall > schedule.max_seconds:
+            stopped = "budget"
+            break
         start = time.perf_counter()
-        order = rng.permutation(len(train_chunks))
-        for k in range(0, len(order), schedule.batch):
-            tokens = train_chunks[order[k : k + schedule.batch]]
-            grads = _leaves(_batch_gradient(p, tokens, blocks, state_dropout, rng, work))
+        carry, previous = None, None
+        for lo in range(0, train_streams.shape[1], schedule.length):
+            tokens = train_streams[:, lo : lo + schedule.length]
+            grad, carry = _batch_gradient(
+                p, tokens, blocks, state_dropout, rng, work, carry, previous
+            )
+            previous, grads = tokens[:, -1], _leaves(grad)
+            scale = _clipped_scale(grads, 1.0 / tokens.size, schedule.clip)
             step += 1
             for x, g, m, v in zip(leaves, grads, first, second, strict=True):
                 corrected = (1 - 0.9**step, 1 - 0.999**step)
-                _adam(x.ravel(), g.ravel(), m.ravel(), v.ravel(), rate,
-                      1.0 / tokens.size, 0.9, 0.999, *corrected)  # fmt: skip
+                _adam(x.ravel(), g.ravel(), m.ravel(), v.ravel(), rate, scale, 0.9, 0.999,
+                      *corrected)  # fmt: skip
         seconds.append(time.perf_counter() - start)
         curve.append(perplexity(p, validation, blocks))
+        wall = time.perf_counter() - start  # the epoch's updates and its validation
         if curve[-1] < min(curve[:-1]):
             best, best_epoch, stale = [x.copy() for x in leaves], len(seconds), 0
-        else:
-            stale += 1
-            if schedule.patience is not None and stale >= schedule.patience:
-                break
-            if schedule.decay < 1:  # back to the best epoch, more slowly
-                for x, b, m, v in zip(leaves, best, first, second, strict=True):
-                    x[...], m[...], v[...] = b, 0, 0
-                step, rate = 0, rate * schedule.decay
+            continue
+        stale += 1
+        if schedule.patience is not None and stale >= schedule.patience:
+            stopped = "patience"
+            break
+        if schedule.decay < 1 and stale % schedule.decay_patience == 0:
+            for x, b, m, v in zip(leaves, best, first, second, strict=True):
+                x[...], m[...], v[...] = b, 0, 0
+            step, rate = 0, rate * schedule.decay
     held = 4 * sum(x.nbytes for x in leaves) + work.nbytes  # x, m, v and the best copy
-    return Trained(_rebuild(p, best), np.array(curve), np.array(seconds), best_epoch, held)
+    return Trained(_rebuild(p, best), np.array(curve), np.array(seconds), best_epoch, held, stopped)

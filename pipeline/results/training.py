@@ -4,8 +4,9 @@ Hidden Markov Language Models*, with the blocked emissions and state dropout of 
 Rush 2020), beside Kneser-Ney n-gram baselines on the same split.
 
 A cell is one ``(n_states, parameterisation, seed)``: one model trained until its
-validation perplexity stops improving (or ``max_epochs``). The grid is a full product
-except for the softmax above ``softmax_max_states`` (its n^2 logits exceed the memory):
+validation perplexity stops improving (or ``max_epochs``, or its time budget). The grid is
+a full product except for the parameterisations above their ``max_states`` (the softmax's
+n^2 logits exceed the memory, a neural model's epochs the time):
 ``in_grid`` over ``(n_states, parameterisation)`` marks the cells that exist.
 ``summary`` is the table a sweep prints at its end.
 """
@@ -18,8 +19,11 @@ from pipeline.results.base import Schema, Variable, status_variables, text_table
 
 DIMS = ("n_states", "parameterisation", "seed")
 """The dimensions of a training cell."""
-BASELINES = ("kn2", "kn3", "kn4", "kn5")
-"""The ``baseline`` coordinate: interpolated Kneser-Ney n-gram models of order 2 to 5."""
+BASELINES = ("kn2", "kn3", "kn4", "kn5", "mkn2", "mkn3", "mkn4", "mkn5")
+"""The ``baseline`` coordinate: interpolated (``kn<order>``) and modified (``mkn<order>``)
+Kneser-Ney n-gram models of order 2 to 5."""
+NGRAMS = (2, 3, 5, 8)
+"""The ``ngram`` coordinate: the orders whose held-out n-grams are looked up in training."""
 SPECTRUM_MAX_STATES = 2048
 """The singular values of a learned transition matrix are computed up to this many states
 (a dense SVD, O(n^3))."""
@@ -44,6 +48,19 @@ VARIABLES: dict[str, Variable] = {
         DIMS, "1", "test perplexity of the model of the best validation epoch"
     ),
     "epochs": Variable(DIMS, "1", "epochs trained before training stopped"),
+    "stopped": Variable(
+        DIMS,
+        "1",
+        "why training stopped: patience (epochs without a better validation perplexity), "
+        "max_epochs, or budget (the next epoch would have ended past training.max_seconds)",
+        "str",
+    ),
+    "grown_from": Variable(
+        DIMS,
+        "1",
+        "the states of the trained model this one was split from (training.grow); 0: trained "
+        "from a random start",
+    ),
     "tokens_per_second": Variable(
         DIMS, "1/s", "test tokens per second of the forward recursion (the evidence)"
     ),
@@ -75,13 +92,25 @@ VARIABLES: dict[str, Variable] = {
     "baseline_perplexity": Variable(
         (*DIMS, "baseline"),
         "1",
-        "validation perplexity of the interpolated Kneser-Ney n-gram model trained on the same "
-        "chunks (the same in every cell)",
+        "validation perplexity of the Kneser-Ney n-gram model trained on the same streams (the "
+        "same in every cell)",
     ),
     "baseline_test_perplexity": Variable(
         (*DIMS, "baseline"),
         "1",
-        "test perplexity of the interpolated Kneser-Ney n-gram model trained on the same chunks "
+        "test perplexity of the Kneser-Ney n-gram model trained on the same streams (the same "
+        "in every cell)",
+    ),
+    "seen_validation": Variable(
+        (*DIMS, "ngram"),
+        "1",
+        "share of the validation streams' n-grams that occur word for word in the training "
+        "streams (the same in every cell)",
+    ),
+    "seen_test": Variable(
+        (*DIMS, "ngram"),
+        "1",
+        "share of the test streams' n-grams that occur word for word in the training streams "
         "(the same in every cell)",
     ),
     **status_variables(DIMS),
@@ -96,11 +125,13 @@ SCHEMA = Schema(
         "n_states": "number of hidden states",
         "parameterisation": "transition parameterisation (kernel_<r>: r states per feature)",
         "epoch": "epochs of training done",
-        "baseline": "interpolated Kneser-Ney n-gram model of order 2 to 5 (kn<order>)",
+        "baseline": "Kneser-Ney n-gram model of order 2 to 5, interpolated (kn<order>) or "
+        "modified (mkn<order>)",
+        "ngram": "n-gram order",
     },
     in_grid_dims=("n_states", "parameterisation"),
-    in_grid_name="the parameterisation is trained at this size (the softmax only up to "
-    "training.softmax_max_states)",
+    in_grid_name="the parameterisation is trained at this size (each only up to its "
+    "training.max_states)",
 )
 
 
@@ -146,6 +177,14 @@ def summary(ds: xr.Dataset) -> str:
             + ", ".join(
                 f"{b} {float(validation.sel(baseline=b)):.1f} / {float(test.sel(baseline=b)):.1f}"
                 for b in BASELINES
+            )
+        )
+        seen = [ds[name].where(ds["done"]).max(DIMS) for name in ("seen_validation", "seen_test")]
+        lines.append(
+            "held-out n-grams seen in training, validation / test: "
+            + ", ".join(
+                f"{n}-grams {float(seen[0].sel(ngram=n)):.1%} / {float(seen[1].sel(ngram=n)):.1%}"
+                for n in NGRAMS
             )
         )
     return "\n".join(lines)

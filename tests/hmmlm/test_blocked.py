@@ -1,7 +1,9 @@
 """Blocked HMM LMs: the blocked recursion against the unblocked model with the same (zero
-outside the blocks) emissions, against every path, every gradient against finite
-differences (with and without state dropout), float32 against float64, and sub-models."""
+outside the blocks) emissions, from the prior and carried over from a segment before,
+against every path, every gradient against finite differences (with and without state
+dropout, from the prior and carried), float32 against float64, and sub-models."""
 
+import numba
 import numpy as np
 import pytest
 
@@ -21,6 +23,7 @@ KINDS = {
     "softmax": ("softmax", {}),
     "kernel": ("kernel", {"n_features": 3, "dim": 2}),
     "banded_kernel": ("kernel", {"n_features": 3, "dim": 2, "delta": 2}),
+    "neural": ("neural", {"dim": 3}),
 }
 
 
@@ -56,22 +59,50 @@ def _width(p):
 
 
 TOKENS = np.random.default_rng(1).integers(0, 7, (3, 6))
+NEXT = np.random.default_rng(2).integers(0, 7, (3, 5))  # the segment after TOKENS
 
 
+def _carried(blocks, beliefs, previous):
+    """The unblocked beliefs (B, n) at the tokens ``previous`` as the blocked carry (B, k):
+    over the states of each token's cluster."""
+    k = blocks.states
+    first = blocks.cluster[previous] * k
+    return np.stack([row[c : c + k] for row, c in zip(beliefs, first, strict=True)])
+
+
+@pytest.mark.parametrize("carried", [False, True])
 @pytest.mark.parametrize("name", sorted(KINDS))
-def test_the_blocked_recursion_is_the_unblocked_model_with_zero_emissions(name):
+def test_the_blocked_recursion_is_the_unblocked_model_with_zero_emissions(name, carried):
+    """From the prior, and carried: the segment NEXT continuing TOKENS, its first step a
+    transition from TOKENS' last beliefs."""
     p = _model(name)
     unblocked, E = _unblocked(p)
-    s = evidence.statistics(softmax_rows(p.prior), unblocked_transition(p.transition), E, TOKENS)
-    expected = gradient(unblocked, s, len(TOKENS))
-    log_evidence, grad = bm.batch_gradient(p, BLOCKS, TOKENS, bm.full(BLOCKS, _width(p)))
+    prior, T = softmax_rows(p.prior), unblocked_transition(p.transition)
+    first = evidence.statistics(prior, T, E, TOKENS)
+    tokens, carry, previous = (NEXT, first.last, TOKENS[:, -1]) if carried else (TOKENS, None, None)
+    s = evidence.statistics(prior, T, E, tokens, carry)
+    expected = gradient(unblocked, s, 0 if carried else len(tokens))
+    blocked_carry = None if carry is None else _carried(BLOCKS, carry, previous)
+    log_evidence, grad, last = bm.batch_gradient(
+        p, BLOCKS, tokens, bm.full(BLOCKS, _width(p)), carry=blocked_carry, previous=previous
+    )
     assert log_evidence == pytest.approx(s.log_evidence, abs=1e-10)
-    assert bm.log_evidence(p, BLOCKS, TOKENS) == pytest.approx(s.log_evidence, abs=1e-10)
+    np.testing.assert_allclose(last, _carried(BLOCKS, s.last, tokens[:, -1]), atol=1e-12)
     np.testing.assert_allclose(grad.prior, expected.prior, atol=1e-10)
     blocked_emission = bm.emission_matrix(grad.emission, BLOCKS).toarray()
     np.testing.assert_allclose(blocked_emission, np.where(E > 0, expected.emission, 0), atol=1e-10)
     for mine, theirs in zip(grad.transition, expected.transition, strict=True):
         np.testing.assert_allclose(mine, theirs, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_streams_in_segments_have_the_evidence_of_the_whole_streams(name):
+    p = _model(name)
+    streams = np.concatenate([TOKENS, NEXT], axis=1)
+    prior, T = softmax_rows(p.prior), unblocked_transition(p.transition)
+    whole = evidence.log_evidence(prior, T, _unblocked(p)[1], streams)[0]
+    for length in (1, 4, 11, 64):
+        assert bm.log_evidence(p, BLOCKS, streams, length) == pytest.approx(whole, abs=1e-10)
 
 
 def test_the_blocked_evidence_is_the_sum_over_all_paths():
@@ -83,17 +114,26 @@ def test_the_blocked_evidence_is_the_sum_over_all_paths():
     assert bm.log_evidence(p, BLOCKS, tokens) == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize("carried", [False, True])
 @pytest.mark.parametrize("dropout", [0.0, 0.5])
 @pytest.mark.parametrize("name", sorted(KINDS))
-def test_every_blocked_gradient_equals_finite_differences(name, dropout):
+def test_every_blocked_gradient_equals_finite_differences(name, dropout, carried):
+    """With a carry (a random belief over every state of the previous tokens' clusters),
+    the carry is a constant: the gradient is that of the segment's evidence given it."""
     blocks = blocks_of(CLUSTER, 4)  # 12 states, 2 of each cluster's 4 kept with dropout
     p = _model(name, blocks)
     r = bm.restriction(blocks, bm.kept_states(blocks, dropout, np.random.default_rng(0)), _width(p))
     assert r.states.size == (6 if dropout else 12)
-    _, grad = bm.batch_gradient(p, blocks, TOKENS, r)
+    carry = np.random.default_rng(4).dirichlet(np.ones(4), 3) if carried else None
+    previous = NEXT[:, 0] if carried else None
+
+    def log_evidence(q):
+        return bm.batch_gradient(q, blocks, TOKENS, r, carry=carry, previous=previous)[0]
+
+    grad = bm.batch_gradient(p, blocks, TOKENS, r, carry=carry, previous=previous)[1]
     checked = 0
     for path, index, expected, numeric in finite_difference_errors(
-        lambda q: bm.batch_gradient(q, blocks, TOKENS, r)[0], p, grad, samples=9
+        log_evidence, p, grad, samples=9
     ):
         assert expected == pytest.approx(numeric, abs=1e-7), (path, index)
         checked += 1
@@ -105,7 +145,7 @@ def test_float32_parameters_give_the_float64_gradient_to_float32_precision(name)
     p = _model(name, blocks_of(CLUSTER, 4))
     r = bm.full(blocks_of(CLUSTER, 4), _width(p))
     exact, single = (
-        bm.batch_gradient(_as(p, dtype), blocks_of(CLUSTER, 4), TOKENS, r)
+        bm.batch_gradient(_as(p, dtype), blocks_of(CLUSTER, 4), TOKENS, r)[:2]
         for dtype in (np.float64, np.float32)
     )
     assert single[0] == pytest.approx(exact[0], rel=1e-5)
@@ -129,7 +169,7 @@ def test_a_sub_model_is_the_model_restricted_to_its_states(name):
     prior = softmax_rows(p.prior[keep])
     T = toarray(unblocked_transition(p.transition))[np.ix_(keep, keep)]
     E = _unblocked(p, blocks)[1][keep]
-    expected = evidence.log_evidence(prior, T / T.sum(axis=1, keepdims=True), E, TOKENS)
+    expected = evidence.log_evidence(prior, T / T.sum(axis=1, keepdims=True), E, TOKENS)[0]
     assert bm.batch_gradient(p, blocks, TOKENS, r)[0] == pytest.approx(expected, abs=1e-10)
 
 
@@ -156,6 +196,27 @@ def test_float32_kernels_stay_in_range_where_their_features_scales_spread_past_i
     prior, T = softmax_rows(p.prior), unblocked_transition(p.transition)
     expected = evidence.statistics(prior, T, E, TOKENS).log_evidence
     single = _as(p, np.float32)
-    log_evidence, grad = bm.batch_gradient(single, blocks, TOKENS, bm.full(blocks, _width(p)))
+    log_evidence, grad, _ = bm.batch_gradient(single, blocks, TOKENS, bm.full(blocks, _width(p)))
     assert log_evidence == pytest.approx(expected, rel=1e-5)
     assert all(np.isfinite(leaf).all() for _, leaf in array_leaves(grad))
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_a_batch_gives_the_same_bits_on_one_thread_or_all(name):
+    """The sequences run in parallel, each into its own rows; the sums are made afterwards
+    in a fixed order."""
+    blocks = blocks_of(CLUSTER, 4)
+    p = _model(name, blocks, dtype=np.float32)
+    r = bm.full(blocks, _width(p))
+    tokens = np.random.default_rng(7).integers(0, 7, (16, 9))
+    before = numba.get_num_threads()
+    runs = []
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        numba.set_num_threads(threads)
+        runs.append(bm.batch_gradient(p, blocks, tokens, r))
+    numba.set_num_threads(before)
+    (one, grad_one, last_one), (many, grad_many, last_many) = runs
+    assert one == many
+    np.testing.assert_array_equal(last_one, last_many)
+    for (_, a), (_, b) in zip(array_leaves(grad_one), array_leaves(grad_many), strict=True):
+        np.testing.assert_array_equal(a, b)

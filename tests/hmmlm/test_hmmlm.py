@@ -11,7 +11,7 @@ import pytest
 from pipeline.hmmlm.clusters import blocks_of
 from pipeline.hmmlm.evidence import statistics
 from pipeline.hmmlm.parameters import gradient, initial, softmax_rows, transition_matrix
-from pipeline.hmmlm.train import Schedule, perplexity, train
+from pipeline.hmmlm.train import Schedule, _clipped_scale, perplexity, train
 from pipeline.operators import LowRank, toarray
 
 from helpers import brute_force_log_evidence, finite_difference_errors
@@ -20,6 +20,7 @@ KINDS = {
     "softmax": ("softmax", {}),
     "kernel": ("kernel", {"n_features": 3, "dim": 2}),
     "banded_kernel": ("kernel", {"n_features": 3, "dim": 2, "delta": 2}),
+    "neural": ("neural", {"dim": 3}),
 }
 
 
@@ -98,7 +99,7 @@ def test_training_approaches_the_model_that_made_the_data(name):
     """Tokens sampled from a sticky 4-state HMM over 6 words: training from a random start
     brings the held-out perplexity from about 6 (uniform) most of the way to the truth's."""
     sequences, T, E = _sticky()
-    train_part, held_out = sequences[:200], sequences[200:]
+    train_part, held_out = sequences[:200].reshape(20, -1), sequences[200:]  # 20 streams
     kind, params = KINDS[name]
     p = initial(kind, 4, 6, seed=1, **{**params, "delta": 1 if name != "softmax" else 0})
     truth = (
@@ -106,7 +107,7 @@ def test_training_approaches_the_model_that_made_the_data(name):
         if name == "softmax"
         else None
     )
-    result = train(p, train_part, held_out, Schedule(15, batch=20, learning_rate=0.05))
+    result = train(p, train_part, held_out, Schedule(15, length=24, learning_rate=0.05))
     assert result.perplexity.shape == (16,) and result.epoch_seconds.shape == (15,)
     assert result.perplexity[0] > 5.5
     assert result.perplexity[-1] < 0.8 * result.perplexity[0]
@@ -115,24 +116,32 @@ def test_training_approaches_the_model_that_made_the_data(name):
 
 
 def test_a_decaying_rate_restores_the_best_epoch_where_a_constant_one_diverges():
-    """At a rate too high for it (1.0), a kernel's validation perplexity rises after its
-    second epoch and never comes back; with decay 0.25 each worse epoch is undone and the
-    rate cut, and training goes well below the constant rate's best."""
+    """At a rate too high for it (2.0, no clipping), a kernel's validation perplexity more
+    than doubles in its first epoch and never comes back below the start's; with decay 0.25
+    the worse epoch is undone and the rate cut, and training goes well below it."""
     sequences = _sticky()[0]
     runs = [
         train(
             initial("kernel", 4, 6, seed=1, n_features=4, dim=3, delta=1),
-            sequences[:200],
+            sequences[:200].reshape(20, -1),
             sequences[200:],
-            Schedule(10, batch=20, learning_rate=1.0, decay=decay),
+            Schedule(10, length=24, learning_rate=2.0, decay=decay, clip=None),
         )
         for decay in (1.0, 0.25)
     ]
     constant, decayed = (run.perplexity for run in runs)
-    assert np.array_equal(constant[:4], decayed[:4])  # the same until the first worse epoch
-    assert constant[3] > constant[2] and constant[3:].min() > constant[:3].min()
-    assert decayed.min() < constant.min() - 0.1
+    assert np.array_equal(constant[:2], decayed[:2])  # the same until the first worse epoch
+    assert constant[1] > 2 * constant[0] and constant[1:].min() > 0.9 * constant[0]
+    assert decayed.min() < constant.min() - 0.5
     assert perplexity(runs[1].parameters, sequences[200:]) == pytest.approx(decayed.min())
+
+
+def test_a_steps_gradient_norm_is_clipped():
+    grads = [np.array([3.0, 0.0]), np.array([[0.0], [4.0]])]  # norm 5
+    assert _clipped_scale(grads, 0.5, clip=None) == 0.5
+    assert _clipped_scale(grads, 0.5, clip=10.0) == 0.5  # norm 2.5: kept
+    assert _clipped_scale(grads, 0.5, clip=1.0) == pytest.approx(0.2)  # norm 2.5 -> 1
+    assert _clipped_scale([np.zeros(3)], 0.5, clip=1.0) == 0.5
 
 
 def test_training_does_not_import_the_model_families():
@@ -154,10 +163,18 @@ def test_early_stopping_returns_the_model_of_the_best_validation_epoch():
     blocks = blocks_of(np.arange(8) % 2, 8)
     p = initial("softmax", 16, 8, seed=0, emission_size=8 * 8, dtype=np.float32)
     result = train(
-        p, tokens[:8], tokens[8:], Schedule(40, patience=2, batch=4, learning_rate=0.3),
-        blocks=blocks, state_dropout=0.25,
+        p, tokens[:8].reshape(4, -1), tokens[8:],
+        Schedule(40, patience=2, length=12, learning_rate=0.3), blocks=blocks, state_dropout=0.25,
     )  # fmt: skip
     curve, best = result.perplexity, result.best_epoch
     assert 1 <= best and len(curve) == best + 3 < 41  # stopped two epochs after the best
+    assert result.stopped == "patience"
     assert curve[best] == curve.min() and (curve[best + 1 :] >= curve[best]).all()
     assert perplexity(result.parameters, tokens[8:], blocks) == pytest.approx(curve[best], rel=1e-6)
+
+
+def test_a_time_budget_stops_before_an_epoch_that_would_pass_it():
+    sequences = _sticky()[0]
+    p = initial("softmax", 4, 6, seed=1)
+    result = train(p, sequences[:40].reshape(4, -1), sequences[200:], Schedule(5, max_seconds=1e-9))
+    assert result.stopped == "budget" and len(result.epoch_seconds) == 1  # one epoch always

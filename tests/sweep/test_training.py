@@ -23,7 +23,7 @@ SMOKE = [
     "experiment=lm_smoke",
     "cluster.dashboard_address=:0",
     "cluster.n_workers=2",
-    "training.softmax_max_states=16",  # the 32-state softmax is left out
+    "training.max_states.softmax=16",  # the 32-state softmax is left out
 ]
 
 
@@ -73,12 +73,54 @@ def _corpus(folder, text, train=8):
         ),
         ("training.epochs=5", "training.epochs: is the former name of training.max_epochs; set"),
         ("training.patience=0", "training.patience: 0 is not allowed; allowed: integers >= 1"),
+        ("training.clip=0", "training.clip: 0.0 is not allowed; allowed: a number > 0 or null"),
+        (
+            "+training.max_states.neural=1",
+            "training.max_states.neural: 1 is not allowed; allowed: integers >= 2",
+        ),
+        (
+            "+training.max_states.kernel=64",
+            "training.max_states.kernel: unknown "
+            "parameterisation 'kernel'; allowed: softmax, neural, kernel_<r>",
+        ),
+        ("training.max_features=0", "training.max_features: 0 is not allowed; allowed: integ"),
+        ("training.grow=true", "training.grow: cannot split a banded kernel's states; allowed"),
+        (
+            "training.corpus=shakespeare",
+            "training.corpus: shakespeare does not exist; allowed: "
+            "stdlib, austen or a text file or folder",
+        ),
     ],
 )
 def test_bad_training_settings_are_one_line_errors(override, expected):
     with pytest.raises(ConfigError) as error:
         validate(composed("experiment=lm_smoke", override))
     assert expected in str(error.value) and "\n" not in str(error.value)
+
+
+def test_austen_before_it_is_fetched_is_a_one_line_error_naming_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with pytest.raises(ConfigError) as error:
+        validate(composed("experiment=lm_smoke", "training.corpus=austen"))
+    message = str(error.value)
+    assert message.startswith("training.corpus: corpus 'austen' is not in ") and "\n" not in message
+    assert message.endswith("fetch it once: python -m pipeline.corpus fetch austen")
+
+
+def test_a_grown_cell_starts_from_its_half_split(tmp_path):
+    """The 16-state cell starts where the trained 8-state one ended: the split keeps its
+    evidence (up to the noise that breaks the copies' tie)."""
+    corpus = _corpus(tmp_path / "texts", " ".join(["the cat sat on the mat and the dog"] * 8))
+    settings = [f"training.corpus={corpus}", "training.n_tokens=8", "training.grow=true"]
+    cfg = composed("experiment=lm_smoke", *settings, "training.parameterisations=[neural]")
+    validate(cfg)
+    grid = training.grid(cfg)
+    sizes, folder = (8, 16), tmp_path / "models"
+    parent = train_cell(TrainingCell(8, "neural", 0), grid.settings, folder, sizes).values()
+    child = train_cell(TrainingCell(16, "neural", 0), grid.settings, folder, sizes).values()
+    assert parent["grown_from"] == 0 and child["grown_from"] == 8
+    best = parent["perplexity"][parent["best_epoch"]]
+    assert child["perplexity"][0] == pytest.approx(best, rel=0.02)
 
 
 def test_a_corpus_too_small_for_the_vocabulary_is_refused_before_training(tmp_path):
@@ -106,9 +148,15 @@ def test_a_cell_trains_and_measures(tmp_path):
     assert values["n_features"] == 4 and values["tokens_per_second"] > 0
     assert values["transition_rank"] <= 4  # a kernel of 4 features, no band
     # The text repeats one sentence: 'the' is followed by cat, mat or dog, which a bigram
-    # model cannot tell apart; two words of history can.
-    kn2, kn3, kn4, kn5 = values["baseline_perplexity"]
-    assert kn2 > 1.3 and kn5 <= kn4 <= kn3 < 1.2 and len(values["split"]) == 16
+    # model cannot tell apart; two words of history can (each of the 10 held-out streams
+    # starts without any, so even the 5-gram stays above 1.3).
+    kn2, kn3, kn4, kn5, mkn2, mkn3, mkn4, mkn5 = values["baseline_perplexity"]
+    assert kn2 > 1.7 and kn5 <= kn4 <= kn3 < 1.4 and len(values["split"]) == 16
+    assert mkn2 > 1.7 and max(mkn3, mkn4, mkn5) < 1.5
+    # every held-out n-gram of the one repeated sentence is in training; streams of 7 tokens
+    # have no 8-grams
+    np.testing.assert_array_equal(values["seen_validation"], [1, 1, 1, np.nan])
+    assert values["stopped"] in ("patience", "max_epochs") and values["grown_from"] == 0
     # 4 clusters of 2 states over 8 words: prior 8, emissions 2 x 8 (a state emits only its
     # cluster's words), U and V 8 x 8, W 4 x 8
     assert values["stored_parameters"] == 8 + 2 * 8 + 2 * 64 + 32
@@ -126,7 +174,8 @@ def test_lm_smoke_runs_resumes_and_reports(tmp_path):
         "parameterisation": 3,
         "seed": 1,
         "epoch": 4,
-        "baseline": 4,
+        "baseline": 8,
+        "ngram": 4,
     }
     assert ds.attrs["kind"] == "training"
     np.testing.assert_array_equal(ds["done"].any("seed"), ds["in_grid"])
@@ -138,10 +187,8 @@ def test_lm_smoke_runs_resumes_and_reports(tmp_path):
     cells = ds.stack(cell=("n_states", "parameterisation", "seed"))
     trained = cells.isel(cell=np.flatnonzero(cells["done"].values))
     assert trained.sizes["cell"] == 5 and ds["baseline"].values.tolist() == [
-        "kn2",
-        "kn3",
-        "kn4",
-        "kn5",
+        *("kn2", "kn3", "kn4", "kn5"),
+        *("mkn2", "mkn3", "mkn4", "mkn5"),
     ]
     for name in ("baseline_perplexity", "baseline_test_perplexity"):
         values = trained[name].transpose("cell", "baseline").values

@@ -98,13 +98,15 @@ def model_config() -> type:
 @dataclass
 class TrainingConfig:
     """A training sweep of HMM language models (the kernel HMMs of Chiu, Deng and Rush,
-    with the blocked emissions and state dropout of Chiu and Rush 2020): each (n_states,
-    parameterisation, seed) is a cell that trains one model (``pipeline.hmmlm``) and
-    stores its validation and test perplexity (``pipeline.sweep.kinds.training``)."""
+    with the blocked emissions, neural transitions and state dropout of Chiu and Rush 2020):
+    each (n_states, parameterisation, seed) is a cell that trains one model
+    (``pipeline.hmmlm``) and stores its validation and test perplexity
+    (``pipeline.sweep.kinds.training``)."""
 
     n_states: list[int] = field(default_factory=lambda: [256])
     parameterisations: list[str] = field(default_factory=lambda: ["softmax"])
-    """``softmax``, ``kernel_<r>`` or ``banded_kernel_<r>``: r states per feature."""
+    """``softmax``, ``neural`` (embeddings through a residual MLP, dot-product logits),
+    ``kernel_<r>`` or ``banded_kernel_<r>`` (r states per feature)."""
     seeds: list[int] = field(default_factory=lambda: [0])
     max_epochs: Optional[int] = None  # noqa: UP045
     """Train at most this many epochs (default ``epochs``, else 20)."""
@@ -113,6 +115,9 @@ class TrainingConfig:
     train ``max_epochs`` epochs."""
     epochs: Optional[int] = None  # noqa: UP045
     """The former name of ``max_epochs``, still read (set one of the two)."""
+    max_seconds: Optional[float] = None  # noqa: UP045
+    """Each cell's time budget: no epoch starts that would end past this many seconds of
+    training (as long as the last epoch took); null: none."""
     clusters: int = 0
     """Word clusters C of the blocked emissions (each owns n_states / C states, which emit
     only its words); 0: no blocks, every state emits every word."""
@@ -121,31 +126,49 @@ class TrainingConfig:
     objective, by the exchange algorithm) or ``random`` (a random equal partition)."""
     state_dropout: float = 0.0
     """Fraction of each cluster's states dropped per batch (0: none); needs clusters > 0."""
-    softmax_max_states: int = 16384
-    """The softmax is trained only up to this many states: its n^2 logits, two Adam moments,
-    gradient and best copy are about 5 n^2 float32 numbers (20 GiB at 32768 states)."""
+    max_states: dict[str, int] = field(default_factory=lambda: {"softmax": 16384})
+    """Per parameterisation, the most states it is trained at (one not named: every size).
+    The softmax's n^2 logits, two Adam moments, gradient and best copy are about 5 n^2
+    float32 numbers (20 GiB at 32768 states); a neural model's epoch grows as n^2 d."""
     batch: int = 32
-    """Chunks per gradient step."""
+    """Parallel streams the training tokens are cut into (and the held-out tokens, for
+    evaluation); a batch is one segment of each."""
     length: int = 64
-    """Tokens per chunk; every chunk starts from the prior."""
+    """Tokens per segment; each stream's state is carried from one segment to the next."""
     n_tokens: Optional[int] = None  # noqa: UP045
     """Vocabulary size: the ``n_tokens - 1`` most frequent words seen at least twice in the
     training part, then ``<unk>`` for every other; default all words seen twice."""
     train_chunks: Optional[int] = None  # noqa: UP045
-    """Train on the first this many training chunks (default all)."""
+    """Train on the first this many ``length``-token chunks of the training part (default
+    all)."""
     held_out_chunks: Optional[int] = None  # noqa: UP045
-    """Measure perplexity on the first this many validation (and test) chunks (default all)."""
+    """Measure perplexity on the first this many ``length``-token chunks of the validation
+    (and test) part (default all)."""
     learning_rate: float = 0.05
     lr_decay: float = 1.0
-    """After an epoch without a lower validation perplexity, restore the best epoch's
-    parameters (Adam restarted) and multiply the learning rate by this; 1: keep the rate and
-    the parameters."""
+    """After ``lr_patience`` epochs without a lower validation perplexity, restore the best
+    epoch's parameters (Adam restarted) and multiply the learning rate by this; 1: keep the
+    rate and the parameters."""
+    lr_patience: int = 1
+    """Epochs in a row without a lower validation perplexity before each ``lr_decay``."""
+    clip: Optional[float] = 5.0  # noqa: UP045
+    """The largest norm of a step's gradient (per token); null: no clipping."""
     dim: int = 32
-    """Embedding dimension of the kernel parameterisations."""
+    """Embedding dimension of the kernel and neural parameterisations."""
     delta: int = 3
     """Band of the banded kernels: ``|i - j| < delta``."""
+    max_features: Optional[int] = None  # noqa: UP045
+    """The kernels' features F at most: ``kernel_<r>`` has min(n_states / r, this); null:
+    n_states / r."""
+    grow: bool = False
+    """Start each cell whose half is in ``n_states`` from that cell's trained model, every
+    state split in two (the evidence unchanged), instead of a random start."""
+    threads: int = 1
+    """numba and BLAS threads of each cell (one per worker: ``cluster.n_workers`` x this
+    should be the cores)."""
     corpus: Optional[str] = None  # noqa: UP045
-    """A text file or folder; default the standard library's English."""
+    """``stdlib`` (the default: the standard library's English), ``austen`` (fetched once
+    by ``python -m pipeline.corpus fetch austen``), or a text file or folder."""
 
 
 @dataclass

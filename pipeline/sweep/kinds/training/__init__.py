@@ -6,26 +6,28 @@ A config with a ``training`` section (``experiment=lm_scaling``, ``lm_smoke``) t
 HMM LM per cell ``(n_states, parameterisation, seed)`` as a Dask task (``tasks.train_cell``)
 until its validation perplexity stops improving, and stores, per cell, the validation
 perplexity after every epoch, the test perplexity at the best epoch, the seconds of every
-epoch, and the Kneser-Ney baselines of the same split (``pipeline.results.training``).
-Each trained model is saved next to the store, in ``<store name>_models/``
-(``<n_states>-<parameterisation>-<seed>.npz``), where the ``hmmlm`` model family reads it.
-``grid`` holds the cells, ``tasks`` what the workers run; this module validates the
-section and submits the cells.
+epoch, the Kneser-Ney baselines of the same split and how much of the held-out n-grams
+training holds (``pipeline.results.training``). Each trained model is saved next to the
+store, in ``<store name>_models/`` (``<n_states>-<parameterisation>-<seed>.npz``), where
+the ``hmmlm`` model family reads it; with ``training.grow`` a cell starts from the saved
+model of half its states, so its task waits for that one's. ``grid`` holds the cells,
+``tasks`` what the workers run; this module validates the section and submits the cells.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from dask import delayed
 from distributed import Client, Future
 
+from pipeline import corpus as corpora
 from pipeline.hmmlm import clusters, data
 from pipeline.hmmlm.parameters import PARAMETERISATIONS, parse
 from pipeline.results import training as results
 from pipeline.sweep.config import ConfigError, check_list
-from pipeline.sweep.kinds.base import submit_each
 from pipeline.sweep.kinds.training.grid import TrainingCell, TrainingGrid, grid
-from pipeline.sweep.kinds.training.tasks import load_corpus, train_cell
+from pipeline.sweep.kinds.training.tasks import grown_from, load_corpus, train_cell
 
 SCHEMA = results.SCHEMA
 SECTION = "training"
@@ -62,7 +64,7 @@ def _validate_blocks(training) -> None:
             "drops states within each word cluster; it needs training.clusters > 0",
         )
     vocabulary = training.n_tokens or data.DEFAULT_VOCABULARY
-    if training.corpus is None and C > vocabulary:
+    if _default_corpus(training) and C > vocabulary:
         raise ConfigError(
             "training.clusters",
             f"{C} is not allowed with a vocabulary of {vocabulary} words; "
@@ -75,6 +77,18 @@ def _validate_blocks(training) -> None:
                 f"{n} is not allowed with training.clusters={C}; allowed: multiples of {C} "
                 "(each cluster owns n_states / clusters states)",
             )
+
+
+def _default_corpus(training) -> bool:
+    return training.corpus in (None, "stdlib")
+
+
+def _check_positive(training, key: str) -> None:
+    value = training[key]
+    if value is not None and not value > 0:
+        raise ConfigError(
+            f"training.{key}", f"{value} is not allowed; allowed: a number > 0 or null"
+        )
 
 
 def validate(cfg) -> None:
@@ -100,9 +114,26 @@ def validate(cfg) -> None:
         raise ConfigError(
             "training.epochs", "is the former name of training.max_epochs; set one of the two"
         )
-    for key, least in (("length", 2), ("dim", 1), ("delta", 1), ("n_tokens", 2)):
+    for key, least in (("length", 1), ("dim", 1), ("delta", 1), ("n_tokens", 2)):
         _check_at_least(training, key, least)
-    _check_at_least(training, "softmax_max_states", 2)
+    for key, least in (("lr_patience", 1), ("max_features", 1), ("threads", 1)):
+        _check_at_least(training, key, least)
+    for key in ("clip", "max_seconds"):
+        _check_positive(training, key)
+    if training.grow and any(name.startswith("banded_") for name in training.parameterisations):
+        raise ConfigError(
+            "training.grow",
+            "cannot split a banded kernel's states; allowed with softmax, neural and kernel_<r>",
+        )
+    for name, most in training.max_states.items():
+        if not isinstance(most, int) or most < 2:
+            raise ConfigError(
+                f"training.max_states.{name}", f"{most} is not allowed; allowed: integers >= 2"
+            )
+        try:
+            parse(name, most)
+        except ValueError as error:
+            raise ConfigError(f"training.max_states.{name}", str(error)) from None
     for key in ("train_chunks", "held_out_chunks"):
         _check_at_least(training, key, 1)
     if not training.learning_rate > 0:
@@ -112,7 +143,7 @@ def validate(cfg) -> None:
             "training.lr_decay", f"{training.lr_decay} is not allowed; allowed: 0 < x <= 1"
         )
     _validate_blocks(training)
-    if training.corpus is None:
+    if _default_corpus(training):
         if training.n_tokens is not None and training.n_tokens > data.DEFAULT_VOCABULARY:
             raise ConfigError(
                 "training.n_tokens",
@@ -125,19 +156,26 @@ def validate(cfg) -> None:
 
 
 def _validate_corpus(training) -> None:
-    """A user's corpus is read here, once, so a small one fails before any training."""
-    if not Path(training.corpus).exists():
-        raise ConfigError("training.corpus", f"{training.corpus} does not exist")
+    """A named or user's corpus is read here, once, so a missing or small one fails before
+    any training."""
+    if training.corpus not in corpora.CORPORA and not Path(training.corpus).exists():
+        raise ConfigError(
+            "training.corpus",
+            f"{training.corpus} does not exist; allowed: {', '.join(corpora.CORPORA)} or a "
+            "text file or folder",
+        )
     try:
-        corpus = load_corpus(training.corpus, training.n_tokens, training.length)
+        corpus = load_corpus(training.corpus, training.n_tokens)
+    except FileNotFoundError as error:
+        raise ConfigError("training.corpus", str(error)) from None
     except ValueError as error:
         raise ConfigError("training.n_tokens", str(error)) from None
     for name in data.PARTS:
-        if not len(getattr(corpus, name)):
+        if len(getattr(corpus, name)) < 2 * training.batch:
             raise ConfigError(
                 "training.corpus",
-                f"{training.corpus} leaves no {name} chunk of training.length="
-                f"{training.length} tokens; give more documents (the split is by document)",
+                f"{training.corpus} leaves fewer than 2 x training.batch = {2 * training.batch} "
+                f"{name} tokens (two per stream); give more documents (the split is by document)",
             )
     if training.clusters > len(corpus.words):
         raise ConfigError(
@@ -156,12 +194,18 @@ def models_folder(store: Path) -> Path:
 def submit(
     client: Client, grid: TrainingGrid, cells: list[TrainingCell], *, cfg, store: Path
 ) -> dict[Future, list[TrainingCell]]:
-    """One task per cell; the future of each and the cells it computes."""
-    return submit_each(
-        client,
-        train_cell,
-        cells,
-        grid.settings,
-        models_folder(store),
-        prefix="train",
-    )
+    """One task per cell, a grown cell's after its parent's (``training.grow``); the future
+    of each and the cells it computes."""
+    folder, tasks = models_folder(store), {}
+    for cell in sorted(cells, key=lambda c: c.n_states):  # every parent before its children
+        parent = tasks.get(cell._replace(n_states=grown_from(cell, grid.settings, grid.n_states)))
+        tasks[cell] = delayed(train_cell)(
+            cell,
+            grid.settings,
+            folder,
+            grid.n_states,
+            *([parent] if parent is not None else []),
+            dask_key_name=f"train-{'-'.join(map(str, cell))}",
+        )
+    futures = client.compute([tasks[cell] for cell in cells])
+    return {future: [cell] for future, cell in zip(futures, cells, strict=True)}

@@ -40,17 +40,18 @@ class TrainingGrid(Grid):
             "seed": self.seeds,
             "epoch": tuple(range(self.settings["max_epochs"] + 1)),
             "baseline": results.BASELINES,
+            "ngram": results.NGRAMS,
         }
 
     def cells(self) -> list[TrainingCell]:
-        """Every cell, largest models first (they take longest); the softmax only up to
-        ``softmax_max_states``."""
+        """Every cell, largest models first (they take longest); a parameterisation named in
+        ``max_states`` only up to its size there."""
         return [
             TrainingCell(n, name, seed)
             for n in reversed(self.n_states)
             for name in self.parameterisations
             for seed in self.seeds
-            if name != "softmax" or n <= self.settings["softmax_max_states"]
+            if n <= self.settings["max_states"].get(name, n)
         ]
 
     def identity(self) -> dict:

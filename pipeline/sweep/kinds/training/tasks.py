@@ -8,57 +8,90 @@ import json
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from pipeline.hmmlm import clusters, data, ngram, saved
 from pipeline.hmmlm.parameters import initial, parse, transition_matrix
+from pipeline.hmmlm.split import split
 from pipeline.hmmlm.train import Schedule, perplexity, train
 from pipeline.operators import toarray
 from pipeline.results import training as results
 from pipeline.sweep.kinds.base import Values
 from pipeline.sweep.kinds.training.grid import TrainingCell
 
+SPLIT_NOISE = 0.01
+"""The noise on a grown model's copied states (``pipeline.hmmlm.split``): small against
+the parameters' scale (order one), enough to let the copies' gradients differ."""
+
 
 @functools.cache
-def load_corpus(corpus: str | None, n_tokens: int | None, length: int) -> data.Corpus:
-    """The corpus as chunks, read once per worker process."""
-    return data.load(corpus, n_tokens, length)
+def load_corpus(corpus: str | None, n_tokens: int | None) -> data.Corpus:
+    """The corpus as word ids, read once per worker process."""
+    return data.load(corpus, n_tokens)
 
 
 def _parts(corpus: data.Corpus, settings: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The training, validation and test chunks a sweep uses (``train_chunks`` and
-    ``held_out_chunks`` keep the first of each)."""
-    held_out = settings["held_out_chunks"]
+    """The training, validation and test streams a sweep uses, ``batch`` of each
+    (``train_chunks`` and ``held_out_chunks`` keep the first that many chunks of ``length``
+    tokens of each part)."""
+    length, count = settings["length"], settings["batch"]
+
+    def tokens(key: str) -> int | None:
+        return None if settings[key] is None else settings[key] * length
+
     return (
-        corpus.train[: settings["train_chunks"]],
-        corpus.validation[:held_out],
-        corpus.test[:held_out],
+        data.streams(corpus.train, count, tokens("train_chunks")),
+        data.streams(corpus.validation, count, tokens("held_out_chunks")),
+        data.streams(corpus.test, count, tokens("held_out_chunks")),
     )
 
 
+class Shared:
+    """What every cell of a sweep shares (``shared``): the corpus, its streams, each
+    Kneser-Ney baseline's validation and test perplexity (``results.BASELINES``) and the
+    share of held-out n-grams seen in training (validation, test) per ``results.NGRAMS``."""
+
+    def __init__(self, settings: dict) -> None:
+        self.corpus = load_corpus(settings["corpus"], settings["n_tokens"])
+        self.train, self.validation, self.test = _parts(self.corpus, settings)
+        scores = np.empty((2, len(results.BASELINES)))
+        for k, name in enumerate(results.BASELINES):
+            order, modified = int(name[-1]), name.startswith("mkn")
+            model = ngram.fit(self.train, order, len(self.corpus.words), modified)
+            scores[:, k] = (
+                ngram.perplexity(model, self.validation),
+                ngram.perplexity(model, self.test),
+            )
+        self.baseline, self.baseline_test = scores
+        self.seen = np.array(
+            [
+                [data.seen_share(self.train, held_out, order) for order in results.NGRAMS]
+                for held_out in (self.validation, self.test)
+            ]
+        )
+
+
 @functools.cache
-def _shared(settings_key: str) -> tuple[data.Corpus, tuple, np.ndarray, np.ndarray]:
-    """What every cell of a sweep shares, once per worker process (``settings_key``: the
-    settings as JSON): the corpus, its parts, and the validation and test perplexity of
-    each Kneser-Ney baseline (``results.BASELINES``) on those chunks."""
-    settings = json.loads(settings_key)
-    corpus = load_corpus(settings["corpus"], settings["n_tokens"], settings["length"])
-    train_part, validation, test = parts = _parts(corpus, settings)
-    scores = np.empty((2, len(results.BASELINES)))
-    for k, name in enumerate(results.BASELINES):
-        model = ngram.fit(train_part, int(name.removeprefix("kn")), len(corpus.words))
-        scores[:, k] = ngram.perplexity(model, validation), ngram.perplexity(model, test)
-    return corpus, parts, scores[0], scores[1]
+def shared(settings_key: str) -> Shared:
+    """The ``Shared`` of a sweep, once per worker process (``settings_key``: the settings as
+    JSON)."""
+    return Shared(json.loads(settings_key))
 
 
 @functools.cache
 def _word_clusters(settings_key: str, seed: int) -> np.ndarray:
-    """The word clusters of a sweep's training chunks (the random partition per seed)."""
+    """The word clusters of a sweep's training streams (the random partition per seed)."""
     settings = json.loads(settings_key)
-    corpus, (train_part, _, _), _, _ = _shared(settings_key)
+    common = shared(settings_key)
     name = settings["clustering"]
     return clusters.clustering(
-        name, train_part, len(corpus.words), settings["clusters"], seed if name == "random" else 0
+        name,
+        common.train,
+        len(common.corpus.words),
+        settings["clusters"],
+        seed if name == "random" else 0,
     )
 
 
@@ -81,15 +114,30 @@ def _transition_rank(p, n_states: int) -> float:
     return float((np.linalg.svd(T, compute_uv=False) > 1e-5).sum())
 
 
-def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -> Values:
-    """Train one HMM LM and measure it (``settings``: the ``training`` section's keys); save
-    the trained model in the folder ``models`` (``pipeline.hmmlm.saved``) if given."""
-    key = json.dumps(settings, sort_keys=True)
-    corpus, (train_part, validation, test), baseline, baseline_test = _shared(key)
-    kind, n_features, banded = parse(cell.parameterisation, cell.n_states)
-    V, C = len(corpus.words), settings["clusters"]
-    blocks = clusters.blocks_of(_word_clusters(key, cell.seed), cell.n_states // C) if C else None
-    start = initial(
+def grown_from(cell: TrainingCell, settings: dict, n_states: tuple[int, ...]) -> int:
+    """The state count of the model ``cell`` grows from (``training.grow``: half its own,
+    if in the grid and, for a kernel, of the same features F: splitting keeps F), 0 for a
+    cell trained from a random start."""
+    half, cap = cell.n_states // 2, settings.get("max_features")
+    if not settings.get("grow") or half not in n_states:
+        return 0
+    features = (parse(cell.parameterisation, n, cap)[1] for n in (half, cell.n_states))
+    return half if len(set(features)) == 1 else 0
+
+
+def _start(cell: TrainingCell, settings: dict, V: int, blocks, models: Path | None, parent: int):
+    """The starting parameters of ``cell``: random, or the trained model of ``parent``
+    states split (``pipeline.hmmlm.split``)."""
+    if parent:
+        if models is None:
+            raise ValueError(f"cell {cell} grows from a saved model; it needs the models folder")
+        p, _, parent_blocks = saved.load(model_file(models, cell._replace(n_states=parent)))
+        rng = np.random.default_rng(cell.seed)
+        return split(p, parent_blocks, noise=SPLIT_NOISE, rng=rng)[0]
+    kind, n_features, banded = parse(
+        cell.parameterisation, cell.n_states, settings.get("max_features")
+    )
+    return initial(
         kind,
         cell.n_states,
         V,
@@ -100,17 +148,46 @@ def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -
         emission_size=None if blocks is None else blocks.states * V,
         dtype=np.float64 if blocks is None else np.float32,
     )
+
+
+def train_cell(
+    cell: TrainingCell,
+    settings: dict,
+    models: Path | None = None,
+    n_states: tuple[int, ...] = (),
+    *after,
+) -> Values:
+    """Train one HMM LM and measure it (``settings``: the ``training`` section's keys); save
+    the trained model in the folder ``models`` (``pipeline.hmmlm.saved``) if given.
+    ``n_states`` is the grid's (a grown cell's parent is in it); ``after``: the tasks this
+    one waits for (its parent's, unused)."""
+    threads = settings.get("threads", 1)
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    with threadpool_limits(limits=threads, user_api="blas"):
+        return _train_cell(cell, settings, models, n_states)
+
+
+def _train_cell(cell: TrainingCell, settings: dict, models: Path | None, n_states) -> Values:
+    key = json.dumps(settings, sort_keys=True)
+    common = shared(key)
+    V, C = len(common.corpus.words), settings["clusters"]
+    blocks = clusters.blocks_of(_word_clusters(key, cell.seed), cell.n_states // C) if C else None
+    parent = grown_from(cell, settings, n_states)
+    start = _start(cell, settings, V, blocks, models, parent)
     schedule = Schedule(
         settings["max_epochs"],
         settings["patience"],
-        settings["batch"],
+        settings["length"],
         settings["learning_rate"],
         settings["lr_decay"],
+        settings.get("lr_patience", 1),
+        settings.get("clip"),
+        settings.get("max_seconds"),
     )
     result = train(
         start,
-        train_part,
-        validation,
+        common.train,
+        common.validation,
         schedule,
         blocks=blocks,
         state_dropout=settings["state_dropout"],
@@ -119,12 +196,13 @@ def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -
     p = result.parameters
     if models is not None:
         models.mkdir(parents=True, exist_ok=True)
-        saved.save(model_file(models, cell), p, corpus.words, blocks)
+        saved.save(model_file(models, cell), p, common.corpus.words, blocks)
     begin = time.perf_counter()
-    test_perplexity = perplexity(p, test, blocks)
+    test_perplexity = perplexity(p, common.test, blocks)
     seconds = time.perf_counter() - begin
     length = settings["max_epochs"] + 1
     leaves = [p.prior, p.emission, *p.transition]
+    features = p.transition.W.shape[0] if hasattr(p.transition, "W") else 0
     return Values(
         {
             "perplexity": _padded(result.perplexity, length),
@@ -132,17 +210,21 @@ def train_cell(cell: TrainingCell, settings: dict, models: Path | None = None) -
             "best_epoch": result.best_epoch,
             "test_perplexity": test_perplexity,
             "epochs": len(result.epoch_seconds),
-            "tokens_per_second": test.size / seconds,
-            "n_features": n_features,
+            "stopped": result.stopped,
+            "grown_from": parent,
+            "tokens_per_second": common.test.size / seconds,
+            "n_features": features,
             "stored_parameters": sum(leaf.size for leaf in leaves),
             "training_bytes": result.training_bytes,
             "transition_rank": _transition_rank(p, cell.n_states),
-            "train_tokens": train_part.size,
-            "validation_tokens": validation.size,
-            "test_tokens": test.size,
+            "train_tokens": common.train.size,
+            "validation_tokens": common.validation.size,
+            "test_tokens": common.test.size,
             "vocabulary": V,
-            "split": corpus.split,
-            "baseline_perplexity": baseline,
-            "baseline_test_perplexity": baseline_test,
+            "split": common.corpus.split,
+            "baseline_perplexity": common.baseline,
+            "baseline_test_perplexity": common.baseline_test,
+            "seen_validation": common.seen[0],
+            "seen_test": common.seen[1],
         }
     )

@@ -1,12 +1,19 @@
 """Text corpora as documents, words and word ids: what the bigram LM family
 (``pipeline.models.lm``) and HMM LM training (``pipeline.hmmlm.data``) both read.
 
-The default corpus is the English inside the Python standard library, found on
-every machine without a download: the help texts of ``pydoc_data.topics`` and
-the docstrings of the standard-library modules (modules, classes and functions,
-read with ``ast`` without importing anything; test suites and site-packages left
-out). It depends on the Python version, which result stores record. Any text
-file or folder can replace it (``documents``).
+Named corpora (``CORPORA``):
+
+- ``stdlib``, the default: the English inside the Python standard library, found on
+  every machine without a download: the help texts of ``pydoc_data.topics`` and the
+  docstrings of the standard-library modules (modules, classes and functions, read with
+  ``ast`` without importing anything; test suites and site-packages left out). It depends
+  on the Python version, which result stores record. Its docstrings repeat long phrases,
+  so n-gram models recite much of any held-out part: a smoke-test corpus.
+- ``austen``: Jane Austen's six novels, a document per chapter
+  (``pipeline.corpus.austen``), fetched once with ``python -m pipeline.corpus fetch
+  austen``.
+
+Any text file or folder can replace them (``documents``).
 
 Words are lower-cased runs of letters (``tokenize``); the vocabulary of ``n``
 states is the ``n - 1`` most frequent words plus ``UNKNOWN`` for every other
@@ -31,6 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.corpus import austen
+
+CORPORA = ("stdlib", "austen")
+"""The corpora ``documents`` knows by name; any other name is a path."""
 WORD = re.compile(r"[a-z]+(?:'[a-z]+)*")
 UNKNOWN = "<unk>"
 """The state (or token) of every word outside the vocabulary: the vocabulary's last."""
@@ -104,9 +115,17 @@ def read_documents(corpus: str | os.PathLike) -> tuple[str, ...]:
 
 
 def documents(corpus: str | os.PathLike | None = None) -> tuple[str, ...]:
-    """The documents of ``corpus``: the standard library's English for None, else the text
-    file or folder it names (``read_documents``)."""
-    return stdlib_documents() if corpus is None else read_documents(corpus)
+    """The documents of ``corpus``: a name of ``CORPORA`` (None: ``stdlib``), else the text
+    file or folder it names (``read_documents``).
+
+    Raises ``FileNotFoundError`` (one line) for ``austen`` before it is fetched, naming the
+    command that fetches it.
+    """
+    if corpus is None or corpus == "stdlib":
+        return stdlib_documents()
+    if corpus == "austen":
+        return austen.documents()
+    return read_documents(corpus)
 
 
 def vocabulary(documents, n_states: int) -> tuple[str, ...]:

@@ -1,0 +1,133 @@
+"""The kernel parameterisation on a blocked model: its low-rank blocks ``T = L R^T + S`` and
+the gradient of the log evidence in them.
+
+``kernel_blocks`` builds ``L = diag(1/z) phi(U)`` and ``R = phi(V)`` (n, F) at scales that
+keep float32 in range (``_exp_balanced``) and the band's correction ``S``. ``gradient``
+contracts the statistics of ``pipeline.hmmlm.blocked``: the per-transition vectors are
+summed by cluster as k x F products, ``dL_a = sum alpha_{t-1}^T q_t`` and ``dR_b = sum
+g_t^T y_t``, then through the normaliser and the feature map as in the unblocked kernel
+(``pipeline.hmmlm.parameters``). A batch costs O(n F d) for the features and their
+gradient whatever its tokens, and O(k F) per token.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from pipeline.hmmlm import blocked
+from pipeline.hmmlm.parameters import Kernel, half_square
+from pipeline.hmmlm.workspace import Workspace, scratch
+from pipeline.operators.csr import entry_rows
+
+
+class KernelBlocks(NamedTuple):
+    """A kernel's low-rank blocks and what its gradient reuses."""
+
+    T: blocked.LowRankBlocks  # L = diag(1/z) phi(U), R = phi(V), over scales (_exp_balanced)
+    z: np.ndarray  # (n,) row normalisers at those shifts
+    band: np.ndarray  # (nnz,) T at the band's entries
+
+
+def kernel_blocks(t: Kernel, indptr, indices, work: Workspace | None = None) -> KernelBlocks:
+    """``T = L R^T + S`` of a (sub-model's) kernel, ``t.band`` the logits of the band's
+    entries (nnz,) in the CSR order of ``indptr`` (n + 1,) and ``indices`` (nnz,)."""
+    shape = (len(t.U), len(t.W))
+    L = np.matmul(t.U, t.W.T, out=scratch(work, "L", shape, t.U.dtype))
+    R = np.matmul(t.V, t.W.T, out=scratch(work, "R", shape, t.V.dtype))
+    shift = _exp_balanced(L, R, half_square(t.U), half_square(t.V)).astype(L.dtype)
+    z = L @ R.sum(axis=0)
+    rows = entry_rows(indptr)
+    raw = np.exp(t.band - shift[rows])
+    product = np.einsum("kf,kf->k", L[rows], R[indices])
+    if rows.size:
+        z += np.bincount(rows, weights=raw - product, minlength=len(L)).astype(z.dtype)
+    L /= z[:, None]
+    T = blocked.LowRankBlocks(L, R, indptr, indices, (raw - product) / z[rows])
+    return KernelBlocks(T, z, raw / z[rows])
+
+
+def _exp_balanced(L, R, half_u, half_v):
+    """The kernel's features from their logits, in place, at scales that keep float32 in range.
+
+    ``R[j, f] = exp(b_jf - m_f)`` with ``b_jf = R[j, f] - half_v[j]`` (log phi(v_j)_f) and
+    ``m_f`` the largest ``b_jf`` of feature f, so every column of ``R`` peaks at 1 (its sum
+    is at least 1); ``L[i, f] = exp(a_if + m_f - s_i)`` with ``a_if = L[i, f] - half_u[i]``
+    and ``s_i`` the row's largest ``a_if + m_f``, so every row of ``L`` peaks at 1. Then
+    ``L R^T = diag(exp(-s)) phi(U) phi(V)^T``: the kernel over one scale per row, which the
+    row normalisers ``z_i >= 1`` cancel. (With one overall scale for ``R``, ``1 / z`` grows
+    past float32's range as training spreads the features' scales.) Returns ``s`` (m,).
+    Every step is a vectorised numpy operation in place (``np.exp`` is the cost).
+    """
+    R -= half_v.astype(R.dtype)[:, None]
+    top = R.max(axis=0)
+    R -= top
+    np.exp(R, out=R)
+    L -= half_u.astype(L.dtype)[:, None]
+    L += top
+    shift = L.max(axis=1)
+    L -= shift[:, None]
+    np.exp(L, out=L)
+    return shift
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _contract(D, M, a, c):
+    """``D[i, f] = (D[i, f] - a[i] c[f]) M[i, f]`` in place; returns the row sums of D (n,)."""
+    n, F = D.shape
+    sums = np.empty(n)
+    for i in range(n):
+        total = 0.0
+        for f in range(F):
+            value = (D[i, f] - a[i] * c[f]) * M[i, f]
+            D[i, f] = value
+            total += value
+        sums[i] = total
+    return sums
+
+
+def _by_cluster(cluster, vectors, features_, k: int, out: np.ndarray) -> np.ndarray:
+    """``out[c k:(c + 1) k] = sum over rows r of cluster c of outer(vectors_r, features_r)``
+    (one k x F product per cluster; ``out`` (n, F))."""
+    order = np.argsort(cluster, kind="stable")
+    bounds = np.searchsorted(cluster[order], np.arange(len(out) // k + 1))
+    sorted_vectors, sorted_features = np.ascontiguousarray(vectors[order].T), features_[order]
+    for c in range(len(bounds) - 1):
+        lo, hi = bounds[c], bounds[c + 1]
+        if hi > lo:
+            np.dot(sorted_vectors[:, lo:hi], sorted_features[lo:hi], out=out[c * k : (c + 1) * k])
+        else:
+            out[c * k : (c + 1) * k] = 0
+    return out
+
+
+def gradient(t: Kernel, parts: KernelBlocks, s: blocked.Statistics, k: int, work=None) -> Kernel:
+    """The gradient of the batch's log evidence (``s``) with respect to the (sub-model's)
+    kernel ``t`` of ``k`` states per cluster, its blocks ``parts``."""
+    f, n = s.transitions, len(t.U)
+    L, R = parts.T.L, parts.T.R
+    indptr, indices = parts.T.indptr, parts.T.indices
+    dtype = L.dtype
+    h = s.visits.astype(dtype)
+    # sum_j G_ij R_j and sum_i G_ij L_i, the band's entries included
+    dX = _by_cluster(f.source, f.before, f.q, k, scratch(work, "dX", L.shape, dtype))
+    dY = _by_cluster(f.target, f.after, f.y, k, scratch(work, "dY", L.shape, dtype))
+    band = blocked.band_gradient(f, parts.T)
+    if indices.size:  # the band's entries are not the product's: take them out again
+        G = sp.csr_array((band, indices, indptr), shape=(n, n))
+        ones = sp.csr_array((np.ones(indices.size), indices, indptr), shape=(n, n))
+        dX += (h[:, None] * (ones @ R) - G @ R).astype(dtype)
+        dY += (ones.T @ (h[:, None] * L) - G.T @ L).astype(dtype)
+    # dX = (dL - h sum_j R_j) / z * phi(U) = (...) * L; dY = (dR - sum_i h_i L_i) * phi(V)
+    row_x = _contract(dX, L, h, R.sum(axis=0))
+    row_y = _contract(dY, R, np.ones(n, dtype), h @ L)
+    rows = entry_rows(indptr)
+    return Kernel(
+        dX @ t.W - row_x.astype(dtype)[:, None] * t.U,
+        dY @ t.W - row_y.astype(dtype)[:, None] * t.V,
+        dX.T @ t.U + dY.T @ t.V,
+        (parts.band * (band - h[rows])).astype(dtype),
+    )
