@@ -26,14 +26,12 @@ from pathlib import Path
 import cloudpickle
 
 from pipeline.sweep import kinds
+from pipeline.sweep.backends.address import AddressClusterConfig
+from pipeline.sweep.backends.jobqueue import JobqueueClusterConfig
+from pipeline.sweep.backends.local import LocalClusterConfig
+from pipeline.sweep.backends.ssh import SSHClusterConfig
 from pipeline.sweep.cluster import connect
 from pipeline.sweep.config import compose
-from pipeline.sweep.config.clusters import (
-    AddressClusterConfig,
-    JobqueueClusterConfig,
-    LocalClusterConfig,
-    SSHClusterConfig,
-)
 from pipeline.sweep.provenance import cpu, memory
 from pipeline.sweep.store import ResultStore
 

@@ -17,7 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
 from pipeline.results import open_results
-from pipeline.sweep.cluster import NoWorkers
+from pipeline.sweep.backends import NoWorkers
 from pipeline.sweep.config import ConfigError, compose, register, replaceable
 from pipeline.sweep.config.compose import CONFIG_DIR, VERSION_BASE
 from pipeline.sweep.engine import default_store, prepare, sweep

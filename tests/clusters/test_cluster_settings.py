@@ -13,22 +13,13 @@ from dask_jobqueue import PBSCluster, SLURMCluster
 from distributed import Client, LocalCluster, Security
 from omegaconf import OmegaConf
 
-from pipeline.sweep.cluster import (
-    NoWorkers,
-    WorkerWatch,
-    connect,
-    dashboard_link,
-    jobqueue_options,
-    tls,
-)
+from pipeline.sweep.backends import BACKENDS, NoWorkers, SecurityConfig
+from pipeline.sweep.backends.address import AddressClusterConfig
+from pipeline.sweep.backends.jobqueue import JobqueueClusterConfig
+from pipeline.sweep.backends.local import LocalClusterConfig
+from pipeline.sweep.backends.ssh import SSHClusterConfig
+from pipeline.sweep.cluster import WorkerWatch, connect, dashboard_link, tls
 from pipeline.sweep.config import ConfigError
-from pipeline.sweep.config.clusters import (
-    AddressClusterConfig,
-    JobqueueClusterConfig,
-    LocalClusterConfig,
-    SecurityConfig,
-    SSHClusterConfig,
-)
 
 JOB = JobqueueClusterConfig(
     jobs=3,
@@ -53,7 +44,7 @@ def script(kind: str, **changes) -> str:
     cls = SLURMCluster if kind == "slurm" else PBSCluster
     with tls(cfg) as settings, dask.config.set(settings):
         security = Security() if settings else None
-        with cls(**jobqueue_options(cfg), security=security) as cluster:
+        with cls(**BACKENDS[kind].options(cfg), security=security) as cluster:
             return cluster.job_script()
 
 

@@ -6,9 +6,9 @@ import pytest
 from conftest import assert_same_results, jobqueue_entry, run_sweep, start_sweep, write_clusters
 from omegaconf import OmegaConf
 
+from pipeline.sweep.backends.jobqueue import JobqueueClusterConfig
 from pipeline.sweep.cluster import connect
 from pipeline.sweep.config import ConfigError
-from pipeline.sweep.config.clusters import JobqueueClusterConfig
 
 from helpers import done_count, kill_group, wait_for
 

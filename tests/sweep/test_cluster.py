@@ -19,7 +19,8 @@ import pytest
 from distributed import Security
 from omegaconf import OmegaConf
 
-from pipeline.sweep.cluster import ANSWER_GRACE, tls
+from pipeline.sweep.backends.address import ANSWER_GRACE
+from pipeline.sweep.cluster import tls
 from pipeline.sweep.config import CONFIG_DIR, ConfigError
 from pipeline.sweep.config.clusters import load_clusters, temporary_tls
 from pipeline.sweep.engine import sweep

@@ -12,9 +12,10 @@ import sys
 import pytest
 
 from pipeline.results.methods import SCHEMA
+from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.cluster import connect
 from pipeline.sweep.config import CONFIG_DIR, ConfigError, register
-from pipeline.sweep.config.clusters import CLUSTER_KINDS, SecurityConfig, load_clusters
+from pipeline.sweep.config.clusters import load_clusters
 from pipeline.sweep.kinds import validate
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.main import check_overrides
@@ -288,6 +289,6 @@ def test_cluster_file_security_section(tmp_path):
 def test_every_key_of_the_cluster_file_is_documented():
     """Each key of every schema appears in dask_cluster.yaml's comments or entries."""
     text = (CONFIG_DIR / "dask_cluster.yaml").read_text()
-    for schema in {*CLUSTER_KINDS.values(), SecurityConfig}:
+    for schema in {*(backend.schema for backend in BACKENDS.values()), SecurityConfig}:
         for key in (f.name for f in dataclasses.fields(schema)):
             assert re.search(rf"^\s*#?\s*{key}:", text, re.MULTILINE), key

@@ -1,129 +1,21 @@
-"""The ``cluster`` config group: every cluster kind's schema, ``dask_cluster.yaml``'s
-entries read as its options, and the checks of a cluster's keys."""
+"""The ``cluster`` config group: ``dask_cluster.yaml``'s entries read as options of their
+back-end's schema (``pipeline.sweep.backends``), whether TLS is on, and the checks of a
+cluster's keys every back-end shares."""
 
 from __future__ import annotations
 
 import dataclasses
 import ipaddress
 import os
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
 
 import yaml
-from dask.utils import parse_bytes
 
+from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.config.schema import CONFIG_DIR
 from pipeline.sweep.config.validation import ConfigError
 
 CLUSTER_FILE = "dask_cluster.yaml"
-WALLTIME = re.compile(r"(?:(\d+)-)?(\d+):([0-5]\d):([0-5]\d)")
-"""A batch job's walltime: HH:MM:SS, or D-HH:MM:SS (SLURM only)."""
-
-
-@dataclass
-class SecurityConfig:
-    """TLS between this client, the scheduler and the workers (``distributed.security``).
-
-    On with certificate files of your own (``ca_file``, ``cert``) or a temporary
-    certificate authority (``temporary``); when on, every connection is encrypted and both
-    ends must present a certificate signed by the authority."""
-
-    temporary: Optional[bool] = None  # noqa: UP045
-    """Generate a certificate authority and a certificate for this sweep alone (kinds that
-    start the scheduler and the workers: local, slurm, pbs, ssh). null: do so where the
-    scheduler listens beyond loopback (``listens_beyond_loopback``) and no ca_file or cert is
-    set; false: never (anyone who reaches the scheduler's port can then run code on the
-    workers)."""
-    directory: Optional[str] = None  # noqa: UP045
-    """Where the temporary certificate files go: a new private directory (mode 700) in it,
-    removed at the end. null: the system's temporary directory, which workers on this
-    machine see; workers on other machines need a directory they see at the same path (a
-    shared file system), e.g. ``$HOME`` (variables and ``~`` are expanded)."""
-    ca_file: Optional[str] = None  # noqa: UP045
-    """PEM file of the certificate authority (your own certificates)."""
-    cert: Optional[str] = None  # noqa: UP045
-    """PEM certificate for this client, the scheduler and the workers, signed by ca_file."""
-    key: Optional[str] = None  # noqa: UP045
-    """PEM private key of cert (null: cert holds it)."""
-
-
-@dataclass
-class LocalClusterConfig:
-    kind: str = "local"
-    n_workers: Optional[int] = None  # noqa: UP045
-    threads_per_worker: Optional[int] = 1  # noqa: UP045
-    """Threads of each worker (null: the machine's cores shared out among the workers)."""
-    memory_limit: str = "auto"
-    host: str = "127.0.0.1"
-    """Address the scheduler and the workers listen on (loopback: this machine only)."""
-    dashboard_address: str = ":8787"
-    """host:port of the dashboard; ':port' listens on ``host``, ':0' on a free port."""
-    security: SecurityConfig = field(default_factory=SecurityConfig)
-    wait_for_workers: float = 60.0
-    """Seconds the sweep waits while no worker is connected before it stops (finished cells
-    stay stored); lost workers are replaced meanwhile."""
-
-
-@dataclass
-class AddressClusterConfig:
-    kind: str = "address"
-    address: str = "tcp://127.0.0.1:8786"
-    timeout: float = 5.0
-    security: SecurityConfig = field(default_factory=SecurityConfig)
-    wait_for_workers: float = 60.0
-
-
-@dataclass
-class JobqueueClusterConfig:
-    kind: str = "slurm"
-    jobs: int = 1
-    cores: int = 1
-    processes: int = 1
-    memory: str = "4GiB"
-    walltime: str = "01:00:00"
-    queue: Optional[str] = None  # noqa: UP045
-    account: Optional[str] = None  # noqa: UP045
-    job_extra_directives: list[str] = field(default_factory=list)
-    job_script_prologue: list[str] = field(default_factory=list)
-    local_directory: Optional[str] = None  # noqa: UP045
-    interface: Optional[str] = None  # noqa: UP045
-    """Network interface of the scheduler and workers, e.g. ib0 (null: the default route)."""
-    host: Optional[str] = None  # noqa: UP045
-    """Address the scheduler and workers listen on: null, every interface (as workers on
-    other nodes need; TLS by default); 127.0.0.1, this machine only."""
-    dashboard_address: str = "127.0.0.1:8787"
-    death_timeout: float = 60.0
-    """Seconds a worker outlives an unreachable scheduler before its job ends."""
-    security: SecurityConfig = field(default_factory=SecurityConfig)
-    wait_for_workers: float = 3600.0
-
-
-@dataclass
-class SSHClusterConfig:
-    kind: str = "ssh"
-    hosts: list[str] = field(default_factory=lambda: ["localhost", "localhost"])
-    workers_per_host: int = 1
-    threads_per_worker: int = 1
-    remote_python: Optional[str] = None  # noqa: UP045
-    connect_options: dict[str, Any] = field(default_factory=dict)
-    host: Optional[str] = None  # noqa: UP045
-    """Address the scheduler and the workers listen on, each on its host: null, every
-    interface (TLS by default); 127.0.0.1, that host only."""
-    dashboard_address: str = "127.0.0.1:8787"
-    security: SecurityConfig = field(default_factory=SecurityConfig)
-    wait_for_workers: float = 120.0
-
-
-CLUSTER_KINDS = {
-    "local": LocalClusterConfig,
-    "address": AddressClusterConfig,
-    "slurm": JobqueueClusterConfig,
-    "pbs": JobqueueClusterConfig,
-    "ssh": SSHClusterConfig,
-}
-"""Every cluster kind's schema; dask_cluster.yaml documents each key."""
 
 
 def cluster_file() -> Path:
@@ -143,12 +35,12 @@ def load_clusters(path: Path | None = None) -> dict[str, object]:
     for name, entry in entries.items():
         entry = dict(entry or {})
         kind = entry.get("kind", name)
-        if kind not in CLUSTER_KINDS:
+        if kind not in BACKENDS:
             raise ConfigError(
                 f"{CLUSTER_FILE}: {name}.kind",
-                f"unknown kind {kind!r}; allowed: {', '.join(CLUSTER_KINDS)}",
+                f"unknown kind {kind!r}; allowed: {', '.join(BACKENDS)}",
             )
-        _check_keys(entry, CLUSTER_KINDS[kind], f"{name}", f"a {kind} cluster")
+        _check_keys(entry, BACKENDS[kind].schema, f"{name}", f"a {kind} cluster")
         if "security" in entry:
             security = entry["security"]
             if not isinstance(security, dict):
@@ -159,7 +51,7 @@ def load_clusters(path: Path | None = None) -> dict[str, object]:
                 )
             _check_keys(security, SecurityConfig, f"{name}.security", "security")
             entry["security"] = SecurityConfig(**security)
-        clusters[name] = CLUSTER_KINDS[kind](**{**entry, "kind": kind})
+        clusters[name] = BACKENDS[kind].schema(**{**entry, "kind": kind})
     return clusters
 
 
@@ -177,7 +69,7 @@ def listens_beyond_loopback(cluster) -> bool:
     """Whether the scheduler the sweep starts for ``cluster`` can be reached from other
     machines: ``host`` null (every interface), a host name or an address other than loopback,
     or an ``interface``. False for ``address``, whose scheduler the sweep does not start."""
-    if cluster.kind == "address":
+    if not BACKENDS[cluster.kind].starts_scheduler:
         return False
     if getattr(cluster, "interface", None):
         return True
@@ -212,71 +104,22 @@ def certificate_directory(security) -> Path | None:
 
 
 def validate_cluster(cluster) -> None:
-    """Raise ``ConfigError`` naming the first invalid key of the chosen ``cluster``."""
-    positive = {
-        "local": ("n_workers", "threads_per_worker"),
-        "address": ("timeout",),
-        "slurm": ("jobs", "cores", "processes", "death_timeout"),
-        "pbs": ("jobs", "cores", "processes", "death_timeout"),
-        "ssh": ("workers_per_host", "threads_per_worker"),
-    }[cluster.kind]
-    for name in (*positive, "wait_for_workers"):
+    """Raise ``ConfigError`` naming the first invalid key of the chosen ``cluster``: the
+    numbers its back-end needs positive, then the back-end's own checks, then TLS."""
+    backend = BACKENDS[cluster.kind]
+    for name in (*backend.positive, "wait_for_workers"):
         value = cluster[name]
         if value is not None and not value > 0:
             raise ConfigError(f"cluster.{name}", f"{value} is not allowed; allowed: numbers > 0")
-    if cluster.kind in ("slurm", "pbs"):
-        _validate_jobs(cluster)
-    if cluster.kind == "ssh" and len(cluster.hosts) < 2:
-        raise ConfigError("cluster.hosts", "needs the scheduler host and at least one worker host")
     tls = _validate_security(cluster)
-    if cluster.kind == "address":
-        scheme, found, _ = cluster.address.partition("://")
-        if not found:
-            raise ConfigError(
-                "cluster.address",
-                f"{cluster.address!r} is not a scheduler address; allowed: "
-                "protocol://host:port, e.g. tcp://127.0.0.1:8786",
-            )
-        if (scheme == "tls") != tls:
-            raise ConfigError(
-                "cluster.address",
-                f"{cluster.address} needs cluster.security.ca_file and cert"
-                if tls is False
-                else f"{cluster.address} is unencrypted; with cluster.security use tls://",
-            )
-
-
-def _validate_jobs(cluster) -> None:
-    """The batch job's walltime, memory, cores and listening address."""
-    match = WALLTIME.fullmatch(cluster.walltime)
-    if match is None or (match[1] and cluster.kind == "pbs"):
-        allowed = "HH:MM:SS" + (", or D-HH:MM:SS" if cluster.kind == "slurm" else "")
-        raise ConfigError(
-            "cluster.walltime", f"{cluster.walltime!r} is not allowed; allowed: {allowed}"
-        )
-    try:
-        parse_bytes(cluster.memory)
-    except (ValueError, TypeError):
-        raise ConfigError(
-            "cluster.memory", f"{cluster.memory!r} is not allowed; allowed: a size, e.g. 4GiB"
-        ) from None
-    if cluster.host and cluster.interface:
-        raise ConfigError(
-            "cluster.host", "set host or interface, not both (both say where to listen)"
-        )
-    if cluster.processes > cluster.cores:
-        raise ConfigError(
-            "cluster.processes",
-            f"{cluster.processes} worker processes on {cluster.cores} cores; "
-            "allowed: at most cluster.cores",
-        )
+    backend.validate(cluster, tls)
 
 
 def _validate_security(cluster) -> bool:
     """Whether ``cluster.security`` turns TLS on; its files and directory must exist."""
     security = cluster.security
     files = {name: security[name] for name in ("ca_file", "cert", "key")}
-    if security.temporary and cluster.kind == "address":
+    if security.temporary and not BACKENDS[cluster.kind].starts_scheduler:
         raise ConfigError(
             "cluster.security.temporary",
             "the pipeline does not start this scheduler; allowed: ca_file, cert and key "
