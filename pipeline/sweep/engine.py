@@ -34,9 +34,10 @@ from pipeline.sweep.kinds.base import Grid, SweepKind
 from pipeline.sweep.kinds.methods.tasks import blas_threads
 from pipeline.sweep.lock import StoreLock, check_unlocked
 from pipeline.sweep.logs import CELLS, to_the_log_file
-from pipeline.sweep.progress import Progress
+from pipeline.sweep.progress import Progress, Stages
 from pipeline.sweep.provenance import now, provenance, public_config
 from pipeline.sweep.store import ResultStore
+from pipeline.sweep.taskcount import Tasks
 
 log = logging.getLogger("pipeline.sweep")
 
@@ -73,8 +74,17 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Fai
         log.info("nothing left to do: every cell of %s is done", store.path)
         store.flush()
         return failed
-    progress = Progress(len(grid.cells()), store.n_done, interval=cfg.progress_seconds)
-    futures = kind.submit(client, grid, cells, cfg=cfg, store=store.path)
+    with Tasks(client) as tasks:
+        progress = Progress(
+            grid.n_cells(), store.n_done, interval=cfg.progress_seconds, tasks=tasks
+        )
+        futures = kind.submit(client, grid, cells, cfg=cfg, store=store.path)
+        _gather(client, futures, store, progress, failed, cfg)
+    return failed
+
+
+def _gather(client, futures: dict, store: ResultStore, progress: Progress, failed, cfg) -> None:
+    """Record every future's cells as it finishes (``compute``'s loop)."""
     watch = WorkerWatch(client, cfg.cluster.wait_for_workers)
     finished = as_completed(futures)
     attempts = dict.fromkeys(futures, 0)
@@ -111,11 +121,11 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Fai
                 last_flush, pending = time.monotonic(), False
             if not batch:
                 watch()
+                progress.tick()
                 time.sleep(0.02)
     finally:
         store.flush()
         progress.close()
-    return failed
 
 
 def _fail(store: ResultStore, failed: Failures, failure: Failure, cells: list) -> None:
@@ -131,19 +141,28 @@ def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, G
     cells fit the workers of the cluster it starts (``own_cluster``) and whose store can be
     written; ``ConfigError`` (one line) for a bad value, a grid or store too large
     (``bounds``), a cell too large, a model the workers could not read, or a store path it
-    cannot use, in that order. Reads, never writes."""
-    kind = kinds.validate(cfg)
-    grid = kind.grid(cfg)
-    check_bounds(kind.SCHEMA, grid, max_cells=cfg.max_cells)
-    if own_cluster:
-        _check_memory(kind, cfg, grid, worker_memory(cfg.cluster))
-    verify = getattr(kind, "verify", None)
-    if verify is not None:  # optional: read what the cells will read (a model file)
-        verify(grid)
-    check_writable(store)
-    check_room(kind.SCHEMA, grid, store)
-    check_unlocked(store)
-    ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)
+    cannot use, in that order. Reads, never writes. Says what it is doing when that takes
+    a while (``progress.Stages``)."""
+    stage = Stages()
+    try:
+        stage("checking the config")
+        kind = kinds.validate(cfg)
+        grid = kind.grid(cfg)
+        check_bounds(kind.SCHEMA, grid, max_cells=cfg.max_cells)
+        if own_cluster:
+            stage(f"estimating the memory of {grid.n_cells():,} cells")
+            _check_memory(kind, cfg, grid, worker_memory(cfg.cluster))
+        verify = getattr(kind, "verify", None)
+        if verify is not None:  # optional: read what the cells will read (a model file)
+            stage("checking every model, reading its files")
+            verify(grid)
+        stage(f"checking the store {store}")
+        check_writable(store)
+        check_room(kind.SCHEMA, grid, store)
+        check_unlocked(store)
+        ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)
+    finally:
+        stage.close()
     return kind, grid
 
 

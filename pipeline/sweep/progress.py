@@ -1,10 +1,15 @@
-"""Progress of a sweep: a bar on a terminal or in a notebook, plain periodic lines otherwise."""
+"""Progress of a sweep: what it is preparing, then a bar on a terminal or in a notebook (plain
+periodic lines otherwise) of its cells and tasks."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import datetime
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 
@@ -15,58 +20,93 @@ def _notebook(stream: TextIO) -> bool:
 
 
 class Progress:
-    """Counts finished cells out of ``total`` (``already`` were done by earlier runs)."""
+    """Counts finished cells out of ``total`` (``already`` were done by earlier runs) and,
+    where ``tasks`` tells (a callable giving the sweep's finished and submitted tasks:
+    ``taskcount.Tasks``), its tasks too: models, references and approximations finish long
+    before their cells do.
+
+    The ETA is the work left at the rate of the last ``window`` seconds (work: tasks where
+    they are counted, else cells), so a slow start or a change of pace fades within minutes;
+    it waits for work to finish, so the cluster's start never counts.
+    """
 
     def __init__(
-        self, total: int, already: int = 0, *, interval: float = 10.0, stream: TextIO | None = None
+        self,
+        total: int,
+        already: int = 0,
+        *,
+        interval: float = 10.0,
+        stream: TextIO | None = None,
+        tasks: Callable[[], tuple[int, int]] | None = None,
+        window: float = 180.0,
     ):
         self.total, self.already = total, already
         self.finished = self.failed = 0
-        self.shown: tuple[int, int] | None = None  # the counts of the last line shown
+        self.tasks, self.window = tasks, window
+        self.work = (0, 0)  # tasks finished and submitted, as last counted
+        self.shown: tuple | None = None  # the counts of the last line shown
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.notebook = _notebook(self.stream)
         self.bar = self.tty or self.notebook
         self.interval = 0.2 if self.bar else interval
         self.start = self.last = time.monotonic()
-        self.first: tuple[float, int] | None = None
-        """When cells first finished, and how many: rates count from there, so neither the
-        cluster's start nor the first tasks' compilation stretch the ETA."""
+        self.samples: collections.deque[tuple[float, int]] = collections.deque()
+        """(when, work done) at each line since work first finished: the rate's window."""
 
     def advance(self, finished: int = 0, failed: int = 0) -> None:
-        now = time.monotonic()
-        if self.first is None and finished:
-            self.first = (now, finished)
+        """Count cells that finished or failed; show a line when it is time."""
         self.finished += finished
         self.failed += failed
+        self.tick()
+
+    def tick(self) -> None:
+        """Show a line when ``interval`` has passed (counting the tasks then)."""
+        now = time.monotonic()
         if now - self.last >= self.interval:
             self.last = now
+            self._count(now)
             self._show()
 
+    def _count(self, now: float) -> None:
+        if self.tasks is not None:
+            with contextlib.suppress(OSError, TimeoutError):  # a scheduler that is gone
+                self.work = self.tasks()
+        done = self.work[0] if self.tasks is not None else self.finished
+        if done and (not self.samples or done != self.samples[-1][1]):
+            self.samples.append((now, done))
+        while len(self.samples) > 2 and now - self.samples[1][0] > self.window:
+            self.samples.popleft()
+
     def rate(self) -> float | None:
-        """Cells per second since the first cells finished; None before a second moment."""
-        if self.first is None:
+        """Work (tasks, else cells) per second over the window; None before two moments."""
+        if len(self.samples) < 2:
             return None
-        since, counted = self.first
-        elapsed = time.monotonic() - since
-        if self.finished <= counted or elapsed <= 0:
-            return None
-        return (self.finished - counted) / elapsed
+        (since, before), (until, after) = self.samples[0], self.samples[-1]
+        return (after - before) / (until - since) if until > since else None
 
     def line(self) -> str:
         done = self.already + self.finished
-        left = self.total - done - self.failed
-        rate = self.rate()
         failed = f", {self.failed} failed" if self.failed else ""
-        if left == 0:
-            return f"{done}/{self.total} cells{failed}, {time.monotonic() - self.start:.0f} s"
-        if rate is None:
-            return f"{done}/{self.total} cells{failed}, ETA after the first cells"
+        counted = f", tasks {self.work[0]}/{self.work[1]}" if self.tasks is not None else ""
+        if done + self.failed == self.total:
+            return (
+                f"{done}/{self.total} cells{failed}{counted}, {time.monotonic() - self.start:.0f} s"
+            )
+        rate = self.rate()
+        unit = "tasks" if self.tasks is not None else "cells"
+        if rate is None or rate <= 0:
+            return f"{done}/{self.total} cells{failed}{counted}, ETA after the first {unit}"
+        left = (
+            self.work[1] - self.work[0]
+            if self.tasks is not None
+            else self.total - done - self.failed
+        )
         eta = datetime.timedelta(seconds=round(left / rate))
-        return f"{done}/{self.total} cells{failed}, {rate:.2f} cells/s, ETA {eta}"
+        return f"{done}/{self.total} cells{failed}{counted}, {rate:.2f} {unit}/s, ETA {eta}"
 
     def _show(self) -> None:
-        self.shown = (self.finished, self.failed)
+        self.shown = (self.finished, self.failed, self.work)
         if self.bar:
             width = 30
             filled = int(width * (self.already + self.finished) / max(self.total, 1))
@@ -79,8 +119,45 @@ class Progress:
         self.stream.flush()
 
     def close(self) -> None:
-        if self.shown != (self.finished, self.failed):
+        self._count(time.monotonic())
+        if self.shown != (self.finished, self.failed, self.work):
             self._show()
         if self.bar:
             self.stream.write("\n")
         self.stream.flush()
+
+
+class Stages:
+    """Says what a sweep is preparing (checking the config, estimating memory, reading model
+    files) once preparing has taken ``after`` seconds, and every later stage as it starts:
+    a quick preparation prints nothing, a slow one is never silent for long."""
+
+    def __init__(self, *, after: float = 2.0, stream: TextIO | None = None):
+        self.stream = stream or sys.stderr
+        self.current: str | None = None
+        self.late = False
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(after, self._waited)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _waited(self) -> None:
+        with self._lock:
+            self.late = True
+            if self.current:
+                self._say(self.current)
+
+    def _say(self, what: str) -> None:
+        self.stream.write(f"preparing: {what}\n")
+        self.stream.flush()
+
+    def __call__(self, what: str) -> None:
+        with self._lock:
+            self.current = what
+            if self.late:
+                self._say(what)
+
+    def close(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self.current = None

@@ -21,3 +21,28 @@ def test_the_eta_waits_for_finished_cells_and_counts_from_them():
     progress.advance(finished=3, failed=1)
     progress.close()
     assert re.fullmatch(r"9/10 cells, 1 failed, \d+ s", stream.getvalue().splitlines()[-1])
+
+
+def test_tasks_advance_the_line_and_the_eta_follows_the_last_minutes():
+    """Counted tasks (models, references...) move the line before any cell finishes; the ETA
+    is the tasks left at the rate of the window's samples, older ones forgotten."""
+    stream, counts = io.StringIO(), [(0, 100)]
+    progress = Progress(10, interval=0, stream=stream, tasks=lambda: counts[-1], window=0.3)
+    progress.tick()
+    assert (
+        stream.getvalue().splitlines()[-1] == "0/10 cells, tasks 0/100, ETA after the first tasks"
+    )
+    counts.append((10, 100))
+    progress.tick()  # the first finished tasks: a moment, not yet a rate
+    time.sleep(0.5)
+    counts.append((60, 100))
+    progress.tick()
+    line = stream.getvalue().splitlines()[-1]
+    rate = float(re.fullmatch(r"0/10 cells, tasks 60/100, ([\d.]+) tasks/s, ETA 0:00:0\d", line)[1])
+    assert 60 < rate <= 100  # 50 tasks in 0.5 s or a little more
+    time.sleep(0.5)
+    counts.append((70, 100))
+    progress.tick()  # the window keeps only the last two samples: 10 tasks in 0.5 s
+    line = stream.getvalue().splitlines()[-1]
+    rate = float(re.fullmatch(r"0/10 cells, tasks 70/100, ([\d.]+) tasks/s, ETA 0:00:0\d", line)[1])
+    assert 10 < rate <= 20

@@ -57,12 +57,19 @@ class Estimate(NamedTuple):
     beliefs: int
 
 
+@functools.lru_cache(maxsize=len(SMALL))
+def _small(family: str, params: str, n: int):
+    """``family``'s model of ``n`` states: kept for the methods measured on it next (a grid's
+    estimates go family by family, every method of one family in a row)."""
+    return build_model(family, n, **json.loads(params))
+
+
 @functools.cache
 def _measured(family: str, params: str, method: str, setting: float) -> tuple[tuple, tuple]:
     """(model bytes, approximation bytes) at each size of ``SMALL``."""
     models, approximations = [], []
     for n in SMALL:
-        hmm = build_model(family, n, **json.loads(params))
+        hmm = _small(family, params, n)
         models.append(_model_bytes(hmm))
         approximations.append(_model_bytes(approximate(hmm, method, setting).hmm))
     return tuple(models), tuple(approximations)
