@@ -1,7 +1,7 @@
 """Costs of Thon and Kersting's coupled-HMM inference by chains k and states per chain n,
 run by hand:
 
-    python benchmarks/coupled.py [--out docs/coupled/scaling.png]
+    python benchmarks/coupled.py [--out reports/coupled/scaling.png]
 
 Per step of a 50-step sequence, median of repeats: one sweep of the structured mean
 field over the chains (the time of 1 + 3 sweeps less that of 1, over 3), with

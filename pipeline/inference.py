@@ -171,8 +171,8 @@ def filtering_chunks(hmm: HMM, observations, *, chunk: int, prune=1.0) -> Iterat
     >>> import numpy as np
     >>> from pipeline.models import build_model
     >>> hmm = build_model("weather", 6)
-    >>> whole = filtering(hmm, [0, -1, 2, 1])
-    >>> parts = [c.beliefs.copy() for c in filtering_chunks(hmm, [0, -1, 2, 1], chunk=3)]
+    >>> whole = filtering(hmm, [0, -1, 1, 0])
+    >>> parts = [c.beliefs.copy() for c in filtering_chunks(hmm, [0, -1, 1, 0], chunk=3)]
     >>> bool((np.concatenate(parts) == whole.beliefs).all())
     True
     """

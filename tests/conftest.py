@@ -2,12 +2,13 @@
 session's smoke sweep and its real cluster for sweeps run in this process."""
 
 import os
+import subprocess
 
 import pytest
 from distributed import Client, LocalCluster
 from hypothesis import settings
 
-from helpers import TINY, sweep
+from helpers import readme_commands
 
 settings.register_profile("ci", deadline=None, max_examples=60, derandomize=True)
 settings.register_profile("dev", deadline=None, max_examples=300)
@@ -16,9 +17,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(scope="session")
 def smoke(tmp_path_factory):
-    """A real smoke sweep on a 2-worker LocalCluster: (store path, completed process)."""
+    """The README's worked example, its smoke sweep run as written there (on the default
+    local cluster): (store path, completed process)."""
     cwd = tmp_path_factory.mktemp("smoke")
-    result = sweep(*TINY, cwd=cwd)
+    (command,) = [
+        c for c in readme_commands() if c[1:] == ["-m", "pipeline.sweep", "experiment=smoke"]
+    ]
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return cwd / "outputs" / "smoke" / "results.zarr", result
 

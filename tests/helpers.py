@@ -185,6 +185,28 @@ def composed(*overrides):
     return compose(["experiment=smoke", *overrides])[0]
 
 
+# --- the README ---------------------------------------------------------------------------
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def readme_blocks(language: str) -> list[str]:
+    """The README's fenced blocks of ``language`` (``bash``, ``python``), in order."""
+    text = (REPOSITORY / "README.md").read_text()
+    return [block.split("```", 1)[0] for block in text.split(f"```{language}\n")[1:]]
+
+
+def readme_commands() -> list[list[str]]:
+    """Every command of the README's bash blocks after the two quick-start commands, split
+    into words, with ``.venv/bin/python`` as this interpreter (the same venv's Python)."""
+    lines = [line for block in readme_blocks("bash")[1:] for line in block.splitlines()]
+    return [
+        [sys.executable if word == ".venv/bin/python" else word for word in line.split()]
+        for line in lines
+        if line.strip()
+    ]
+
+
 # --- plug-ins -------------------------------------------------------------------------------
 
 

@@ -78,7 +78,7 @@ class Compare:
 
 @dataclass(frozen=True)
 class Outcome:
-    """``p :: ... -> atom``: ``atom`` grounded by each solution of ``where`` and ``compares``
+    """``p :: body -> atom``: ``atom`` grounded by each solution of ``where`` and ``compares``
     over the variables ``free`` ((name, type) pairs the rule leaves unbound), each solution
     weighted by the product of ``mu`` over ``free``."""
 

@@ -98,15 +98,23 @@ class Transitions(NamedTuple):
 class Statistics(NamedTuple):
     """What the gradient of one batch's log evidence needs.
 
-    log_evidence : float, ``sum over sequences of log P(tokens | what was carried)``.
-    posterior_start : (n,), ``sum_b P(S_0 | tokens_b)`` over the sequences that start from
+    Attributes
+    ----------
+    log_evidence
+        float, ``sum over sequences of log P(tokens | what was carried)``.
+    posterior_start
+        (n,), ``sum_b P(S_0 | tokens_b)`` over the sequences that start from
         the prior (zero when carried).
-    emission_counts : (k V,) flat like the emissions, ``sum_{b,t} P(S_t = i | tokens_b)``
+    emission_counts
+        (k V,) flat like the emissions, ``sum_{b,t} P(S_t = i | tokens_b)``
         at (i, x_t).
-    visits : (n,), ``sum_{b,t} P(S_{t-1} = i | tokens_b)`` over the transitions, the
+    visits
+        (n,), ``sum_{b,t} P(S_{t-1} = i | tokens_b)`` over the transitions, the
         expected transitions out of each state (``h_i = sum_j G_ij T_ij``).
-    transitions : the ``Transitions`` of the batch.
-    last : (B, k), the belief at each sequence's last token (the next segment's carry).
+    transitions
+        the ``Transitions`` of the batch.
+    last
+        (B, k), the belief at each sequence's last token (the next segment's carry).
     """
 
     log_evidence: float

@@ -45,13 +45,20 @@ from pipeline.hmmlm.workspace import Workspace, scratch
 class Restriction(NamedTuple):
     """A sub-model of a blocked model: the states kept and where its parameters come from.
 
-    states : (n',) the kept states, sorted (``k'`` per cluster).
-    emission : (k' V,) the index of each sub-model emission logit in the model's.
-    band : (nnz,) the index of each band entry in the model's band logits (n, width),
+    Attributes
+    ----------
+    states
+        (n',) the kept states, sorted (``k'`` per cluster).
+    emission
+        (k' V,) the index of each sub-model emission logit in the model's.
+    band
+        (nnz,) the index of each band entry in the model's band logits (n, width),
         in the CSR order of ``indptr`` and ``indices`` (n' + 1,), (nnz,): the band's
         pattern over the kept states (``|i - j| < delta`` in the model's numbering).
-    blocks : the sub-model's blocks (the same words, ``k'`` states each).
-    kept : (C, k') the kept states of each cluster, as indices among its k states.
+    blocks
+        the sub-model's blocks (the same words, ``k'`` states each).
+    kept
+        (C, k') the kept states of each cluster, as indices among its k states.
     """
 
     states: np.ndarray

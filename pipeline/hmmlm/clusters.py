@@ -67,7 +67,7 @@ class Blocks(NamedTuple):
 
 
 def blocks_of(cluster: np.ndarray, states: int) -> Blocks:
-    """The blocks of the word clusters ``cluster`` (V,) (ids ``0 .. C - 1``, none empty),
+    """The blocks of the word clusters ``cluster`` (V,) (ids 0 to C - 1, none empty),
     each owning ``states`` states."""
     cluster = np.asarray(cluster, dtype=np.int64)
     order = np.argsort(cluster, kind="stable")

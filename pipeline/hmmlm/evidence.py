@@ -27,14 +27,22 @@ from pipeline.operators import batch_products
 class Statistics(NamedTuple):
     """What the gradient of one batch's log evidence needs.
 
-    log_evidence : float, ``sum over sequences of log P(tokens)``.
-    posterior_start : (n,), ``sum_b P(S_0 | tokens_b)`` (zero when carried).
-    emission_counts : (n, V), ``sum_{b,t} P(S_t = i | tokens_b) [o_t = v]``.
-    before : (N, n), the filtered beliefs ``alpha_{t-1}`` of every transition (N = B (T - 1),
+    Attributes
+    ----------
+    log_evidence
+        float, ``sum over sequences of log P(tokens)``.
+    posterior_start
+        (n,), ``sum_b P(S_0 | tokens_b)`` (zero when carried).
+    emission_counts
+        (n, V), ``sum_{b,t} P(S_t = i | tokens_b) [o_t = v]``.
+    before
+        (N, n), the filtered beliefs ``alpha_{t-1}`` of every transition (N = B (T - 1),
         or B T when carried: the carried belief is the first ``alpha_{t-1}``).
-    after : (N, n), ``g_t = b_t * beta_t / c_t`` of the same transitions, so that the
+    after
+        (N, n), ``g_t = b_t * beta_t / c_t`` of the same transitions, so that the
         gradient with respect to the transition matrix is ``before.T @ after``.
-    last : (B, n), the belief at each sequence's last token (the next segment's carry).
+    last
+        (B, n), the belief at each sequence's last token (the next segment's carry).
     """
 
     log_evidence: float

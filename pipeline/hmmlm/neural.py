@@ -96,7 +96,7 @@ def mlp_gradient(p: Neural, h: Hidden, dH: np.ndarray, dE: np.ndarray) -> Neural
 
 
 def log_normalisers(H: np.ndarray, E: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-    """``log Z_i = log sum_j exp(h_i . e_j)`` (n,) for ``rows`` (default all; the others
+    """``log Z_i = log sum_j exp(h_i e_j)`` (n,) for ``rows`` (default all; the others
     NaN), ``TILE`` rows at a time."""
     rows = np.arange(len(H)) if rows is None else rows
     out = np.full(len(H), np.nan, dtype=H.dtype)

@@ -89,7 +89,7 @@ def _discounts(counts: dict, modified: bool) -> tuple[float, float, float]:
 
 def fit(chunks: np.ndarray, order: int, n_words: int, modified: bool = False) -> KneserNey:
     """The Kneser-Ney model of ``order`` (>= 1) of the rows ``chunks`` (M, length) of word
-    ids in ``0 .. n_words - 1``: interpolated, or ``modified``."""
+    ids in 0 to n_words - 1: interpolated, or ``modified``."""
     raw = _raw_counts(chunks, order)
     counts = [dict(raw[-1])]
     for m in range(order - 1, 0, -1):
@@ -126,7 +126,7 @@ def probability(model: KneserNey, history: tuple[int, ...], word: int) -> float:
 
 
 def log_probabilities(model: KneserNey, chunks: np.ndarray) -> np.ndarray:
-    """``log P(w_t | START, w_0 .. w_{t-1})`` of every token of the rows, shape (M, length)."""
+    """``log P(w_t | START, w_0, ..., w_{t-1})`` of every token of the rows, shape (M, length)."""
     out = np.empty(np.shape(chunks))
     for b, row in enumerate(np.asarray(chunks).tolist()):
         padded = (START, *row)

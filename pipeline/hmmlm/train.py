@@ -13,7 +13,7 @@ After every epoch the validation perplexity is measured (each validation stream 
 the prior, its state carried throughout). After ``decay_patience`` epochs in a row
 without a better one the rate is multiplied by ``decay`` and the best epoch's parameters
 come back (Adam restarted): at a rate that serves their first epochs, large models can
-diverge (``docs/lm``). Training stops after ``patience`` epochs in a row without a better
+diverge (``reports/lm``). Training stops after ``patience`` epochs in a row without a better
 one, after ``max_epochs``, or before an epoch that would end past ``max_seconds`` of
 training (as long as the last epoch took); the result is the model of the best
 validation epoch.
@@ -55,13 +55,21 @@ carried between segments, so it decides the memory, not the value)."""
 class Trained(NamedTuple):
     """A training run's result.
 
-    parameters : the parameters after the best validation epoch.
-    perplexity : (epochs run + 1,) validation perplexity before training and after each epoch.
-    epoch_seconds : (epochs run,) wall-clock seconds of each epoch's updates.
-    best_epoch : the epoch of the lowest validation perplexity (0: none improved on the start).
-    training_bytes : bytes of the parameters, their two Adam moments, the best epoch's copy
+    Attributes
+    ----------
+    parameters
+        the parameters after the best validation epoch.
+    perplexity
+        (epochs run + 1,) validation perplexity before training and after each epoch.
+    epoch_seconds
+        (epochs run,) wall-clock seconds of each epoch's updates.
+    best_epoch
+        the epoch of the lowest validation perplexity (0: none improved on the start).
+    training_bytes
+        bytes of the parameters, their two Adam moments, the best epoch's copy
         and the per-batch buffers.
-    stopped : why training stopped, one of ``STOPS``.
+    stopped
+        why training stopped, one of ``STOPS``.
     """
 
     parameters: Parameters
@@ -75,18 +83,28 @@ class Trained(NamedTuple):
 class Schedule(NamedTuple):
     """How long and how fast (the module's docstring).
 
-    max_epochs : epochs at most.
-    patience : stop after this many epochs in a row without a better validation
+    Attributes
+    ----------
+    max_epochs
+        epochs at most.
+    patience
+        stop after this many epochs in a row without a better validation
         perplexity (None: never early).
-    length : tokens per segment (a batch is one segment of every stream).
-    learning_rate : Adam's rate at the start.
-    decay : the rate's factor after ``decay_patience`` epochs without a better validation
+    length
+        tokens per segment (a batch is one segment of every stream).
+    learning_rate
+        Adam's rate at the start.
+    decay
+        the rate's factor after ``decay_patience`` epochs without a better validation
         perplexity, the best epoch's parameters restored (1: a constant rate, nothing
         restored).
-    decay_patience : epochs in a row without a better validation perplexity before each
+    decay_patience
+        epochs in a row without a better validation perplexity before each
         decay.
-    clip : the largest norm of a step's gradient (per token); None: no clipping.
-    max_seconds : seconds of training (updates and validation) not to go past; None: none.
+    clip
+        the largest norm of a step's gradient (per token); None: no clipping.
+    max_seconds
+        seconds of training (updates and validation) not to go past; None: none.
     """
 
     max_epochs: int

@@ -44,8 +44,11 @@ class LowRank:
         Entries kept exactly: where ``band`` stores a value (zero included), the
         matrix has that value instead of the product's. Default none.
 
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> M = LowRank(np.full((2, 1), 0.5), np.ones((2, 1)), sp.csr_array(np.diag([0.9, 0.0])))
+    >>> band = sp.csr_array(([0.9, 0.0], [0, 1], [0, 1, 2]), shape=(2, 2))  # a stored zero
+    >>> M = LowRank(np.full((2, 1), 0.5), np.ones((2, 1)), band)
     >>> M.toarray()
     array([[0.9, 0.5],
            [0.5, 0. ]])

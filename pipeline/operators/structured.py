@@ -35,6 +35,8 @@ class SparsePlusRankOne:
         Column factor of the rank-one part; ``v`` constant makes every row a
         set of peaks on a flat background ``u[i] * v[0]``.
 
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> M = SparsePlusRankOne(sp.csr_array(np.eye(2) * 0.5), np.full(2, 0.25), np.ones(2))
     >>> M.toarray()
