@@ -100,7 +100,7 @@ def _gather(client, futures: dict, store: ResultStore, progress: Progress, faile
                         _fail(store, failed, Failure(cell_result.message, rerun=False), [cell])
                         progress.advance(failed=1)
                         continue
-                    store.record(cell, cell_result.values())
+                    store.record(cell, cell_result)
                     progress.advance(finished=1)
             for future in batch:
                 if future in futures and future.status in RECOMPUTED:

@@ -137,7 +137,7 @@ def test_a_cell_compares_every_method_against_exact():
     grid = coupled.grid(cfg)
     values = coupled_cell(
         CoupledCell("coupled", 2, 3, 0.3, 0, "chain"), grid.domains, grid.settings
-    ).values()
+    )
     assert values["tv_mean_field"].shape == (13,) and values["tv_topp"].shape == (1, 13)
     assert 0 < values["tv_mean_field"].max() < 1
     assert values["viterbi_logprob_gap"] >= 0 and 0 <= values["viterbi_hamming"] <= 1
@@ -158,7 +158,7 @@ def test_without_exact_the_full_quartet_still_checks_its_answers():
     grid = coupled.grid(cfg)
     values = coupled_cell(
         CoupledCell("string_quartet", 4, 48, 0.2, 0, "chain"), grid.domains, grid.settings
-    ).values()
+    )
     assert values["n_joint"] == 48**4
     assert not {"tv_mean_field", "tv_topp", "viterbi_hamming", "runtime_exact"} & set(values)
     # the chain-wise path is more probable than the sampled one, as a MAP estimate should be

@@ -69,7 +69,7 @@ def test_the_plan_in_process_gives_each_cell_its_own_result(model):
     """Each result must be its cell's: recompute TV from the library for every cell."""
     results = plan.run_model(SPEC, CELLS, SETTINGS)
     for cell, result in zip(CELLS, results, strict=True):
-        values = result.values()
+        values = result
         assert values["repeats"] == 2
         _, observed = tasks.observations(
             model.hmm, mode=cell.mode, horizon=8, observe_every=2, seed=3
@@ -96,7 +96,7 @@ def test_without_an_exact_reference_only_the_approximation_is_timed(model):
         model, mode="predict", horizon=8, observe_every=2, seed=0, run=False
     )
     mixed = tasks.mixing(model, exact=True)
-    values = tasks.run_cell(model, built, predicted, mixed, mode="predict", timing=TIMING).values()
+    values = tasks.run_cell(model, built, predicted, mixed, mode="predict", timing=TIMING)
     for name in ("tv", "runtime_exact", "runtime_exact_min"):
         assert np.isnan(values[name]).all(), name
     assert np.isnan(values["speedup"]) and values["repeats"] == 2
@@ -120,12 +120,12 @@ def test_impossible_observations_are_those_the_approximate_emissions_drop(model)
     exact = tasks.reference(model, mode="filter", horizon=40, observe_every=1, seed=5, run=True)
     built = tasks.build_approximation(model, method="topp", setting=0.5)
     mixed = tasks.mixing(model, exact=True)
-    values = tasks.run_cell(model, built, exact, mixed, mode="filter", timing=TIMING).values()
+    values = tasks.run_cell(model, built, exact, mixed, mode="filter", timing=TIMING)
     E = toarray(built.approximation.hmm.emission)
     expected = np.mean(E[exact.states, exact.observations] == 0)
     assert 0 < expected < 1 and values["impossible_observations"] == pytest.approx(expected)
     predicted = tasks.reference(model, mode="predict", horizon=8, observe_every=2, seed=0, run=True)
-    values = tasks.run_cell(model, built, predicted, mixed, mode="predict", timing=TIMING).values()
+    values = tasks.run_cell(model, built, predicted, mixed, mode="predict", timing=TIMING)
     assert np.isnan(values["impossible_observations"])
 
 
@@ -141,7 +141,7 @@ def test_a_cell_in_chunks_measures_what_a_whole_history_does(
     built = tasks.build_approximation(model, method=method, setting=setting)
     mixed = tasks.mixing(model, exact=True)
     whole = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
-    expected = tasks.run_cell(model, built, whole, mixed, mode=mode, timing=TIMING).values()
+    expected = tasks.run_cell(model, built, whole, mixed, mode=mode, timing=TIMING)
     monkeypatch.setattr(tasks, "HISTORY_BYTES", 8 * model.hmm.n_states * 4)  # 4 steps
     chunked = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
     history = chunked.beliefs
@@ -151,7 +151,7 @@ def test_a_cell_in_chunks_measures_what_a_whole_history_does(
     assert chunked.log_evidence == whole.log_evidence or mode == "predict"
     elsewhere = spilled.SpilledHistory(history.path, history.shape, "another-machine")
     for exact in (chunked, chunked._replace(beliefs=elsewhere), chunked._replace(beliefs=None)):
-        values = tasks.run_cell(model, built, exact, mixed, mode=mode, timing=TIMING).values()
+        values = tasks.run_cell(model, built, exact, mixed, mode=mode, timing=TIMING)
         for name in ("tv", "work", "log_evidence", "log_evidence_error", "zero_evidence", "eps"):
             np.testing.assert_array_equal(values[name], expected[name], err_msg=name)
         # a step's error is a matrix-vector product over the chunk's rows: BLAS may round it
@@ -206,3 +206,21 @@ def test_a_cells_memory_does_not_grow_with_the_horizon(monkeypatch):
         tracemalloc.stop()
     # a whole history would take 8x the memory at 160 steps (1.6 MB a step for each run)
     assert peaks[1] < 1.3 * peaks[0], peaks
+
+
+def test_a_cell_returns_every_variable_of_the_schema_by_name():
+    """``run_cell``'s mapping holds exactly the methods schema's variables, cell status aside:
+    a variable added to one and not the other fails here, not in a sweep."""
+    from pipeline.results.base import status_variables
+    from pipeline.results.methods import VARIABLES
+    from pipeline.sweep.kinds.methods import plan, plan_settings
+    from pipeline.sweep.kinds.methods.grid import MethodsGrid
+
+    from helpers import composed
+
+    cfg = composed("grid.families=[bell]", "grid.n_states=[20]", "grid.seeds=[0]")
+    grid = MethodsGrid.from_config(cfg)
+    ((spec, cells),) = plan.by_model(grid, grid.cells())
+    results = plan.run_model(spec, cells, plan_settings(grid, cfg))
+    status = set(status_variables(()))
+    assert all(set(result) == set(VARIABLES) - status for result in results)

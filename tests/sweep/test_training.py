@@ -116,8 +116,8 @@ def test_a_grown_cell_starts_from_its_half_split(tmp_path):
     validate(cfg)
     grid = training.grid(cfg)
     sizes, folder = (8, 16), tmp_path / "models"
-    parent = train_cell(TrainingCell(8, "neural", 0), grid.settings, folder, sizes).values()
-    child = train_cell(TrainingCell(16, "neural", 0), grid.settings, folder, sizes).values()
+    parent = train_cell(TrainingCell(8, "neural", 0), grid.settings, folder, sizes)
+    child = train_cell(TrainingCell(16, "neural", 0), grid.settings, folder, sizes)
     assert parent["grown_from"] == 0 and child["grown_from"] == 8
     best = parent["perplexity"][parent["best_epoch"]]
     assert child["perplexity"][0] == pytest.approx(best, rel=0.02)
@@ -135,7 +135,7 @@ def test_a_cell_trains_and_measures(tmp_path):
     cfg = composed("experiment=lm_smoke", f"training.corpus={corpus}", "training.n_tokens=8")
     validate(cfg)
     grid = training.grid(cfg)
-    values = train_cell(TrainingCell(8, "kernel_2", 0), grid.settings).values()
+    values = train_cell(TrainingCell(8, "kernel_2", 0), grid.settings)
     perplexity, epochs = values["perplexity"], values["epochs"]
     assert perplexity.shape == (4,) and 2 <= epochs <= 3  # max_epochs 3, patience 2
     assert np.isfinite(perplexity[: epochs + 1]).all() and np.isnan(perplexity[epochs + 1 :]).all()

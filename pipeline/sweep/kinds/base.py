@@ -12,7 +12,7 @@ import functools
 import json
 import typing
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import xarray as xr
@@ -117,7 +117,8 @@ class SweepKind(Protocol):
     - ``validate(cfg)``: raise ``ConfigError`` naming the first invalid key of its section;
     - ``grid(cfg)``: the ``Grid`` of a validated config;
     - ``submit(client, grid, cells, *, cfg, store)``: send ``cells`` to the Dask ``client``;
-      return each future with the cells its result holds (one result, or a list in order);
+      return each future with the cells its result holds: one cell's results (a mapping of
+      the schema's variable names to values), or a list of them in order;
       ``store`` is the store's path (a kind may save files beside it);
     - ``summary(ds)``: the table the sweep prints at its end;
     - optionally ``verify(grid)``: raise ``ConfigError`` unless what the cells will read (a
@@ -135,16 +136,6 @@ class SweepKind(Protocol):
     def submit(self, client, grid: Grid, cells: list, *, cfg, store: Path) -> dict: ...
 
     def summary(self, ds: xr.Dataset) -> str: ...
-
-
-class Values(NamedTuple):
-    """A cell's results as a mapping (variable name -> value), read by ``values()`` as the
-    methods sweep's ``CellResult`` is: what the training and coupled sweeps' cells return."""
-
-    values_: dict
-
-    def values(self) -> dict:
-        return self.values_
 
 
 def submit_each(client: Client, function, cells: list, *args, prefix: str) -> dict[Future, list]:

@@ -33,7 +33,7 @@ from pipeline.operators.lowrank import MAX_DENSE
 from pipeline.results import coupled as results
 from pipeline.sweep.config import ConfigError, check_list
 from pipeline.sweep.config.specs import known_specs, load_spec, spec_path
-from pipeline.sweep.kinds.base import Grid, Values, submit_each
+from pipeline.sweep.kinds.base import Grid, submit_each
 
 SCHEMA = results.SCHEMA
 SECTION = "coupled"
@@ -308,7 +308,7 @@ def build(grid_domains: dict, cell: CoupledCell, settings: dict) -> CoupledHMM:
     return grounded(cell.model, domain, cell.eps).model
 
 
-def coupled_cell(cell: CoupledCell, domains: dict, settings: dict) -> Values:
+def coupled_cell(cell: CoupledCell, domains: dict, settings: dict) -> dict[str, object]:
     """Sample a path of the cell's model and compare every method on it."""
     model = build(domains, cell, settings)
     rng = np.random.default_rng([cell.seed, SAMPLING_STREAM])
@@ -325,7 +325,7 @@ def coupled_cell(cell: CoupledCell, domains: dict, settings: dict) -> Values:
         repeats=settings["repeats"],
         budget=settings["budget"],
     )
-    return Values(values)
+    return values
 
 
 def submit(

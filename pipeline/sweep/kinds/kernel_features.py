@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 from pipeline.hmmlm import feature_maps
 from pipeline.results import kernel_features as results
 from pipeline.sweep.config import ConfigError, check_list
-from pipeline.sweep.kinds.base import Grid, Values, submit_each
+from pipeline.sweep.kinds.base import Grid, submit_each
 
 SCHEMA = results.SCHEMA
 SECTION = "kernel_features"
@@ -123,7 +123,9 @@ def _rng(settings: dict, cell: FeaturesCell, stream: int) -> np.random.Generator
     return np.random.default_rng(key)
 
 
-def features_cell(cell: FeaturesCell, n_features: tuple[int, ...], settings: dict) -> Values:
+def features_cell(
+    cell: FeaturesCell, n_features: tuple[int, ...], settings: dict
+) -> dict[str, object]:
     """Measure one cell: the rows' TV for every feature count."""
     start = time.perf_counter()
     e = feature_maps.embeddings(
@@ -134,15 +136,13 @@ def features_cell(cell: FeaturesCell, n_features: tuple[int, ...], settings: dic
     stream = 1 + feature_maps.FEATURE_MAPS.index(cell.feature_map)
     kernel = feature_maps.kernel_rows(e, cell.feature_map, n_features, _rng(settings, cell, stream))
     errors = feature_maps.row_errors(exact, kernel)
-    return Values(
-        {
-            "row_tv": errors.median,
-            "row_tv_p90": errors.p90,
-            "negative_entries": errors.negative,
-            "rows": len(e.U),
-            "seconds": time.perf_counter() - start,
-        }
-    )
+    return {
+        "row_tv": errors.median,
+        "row_tv_p90": errors.p90,
+        "negative_entries": errors.negative,
+        "rows": len(e.U),
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def submit(

@@ -112,10 +112,10 @@ def model_plan(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> 
 
 
 def run_model(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> list:
-    """The ``tasks.CellResult`` of each of ``cells``, computed here, in order. Where a cell
-    raises (a plug-in method's ``ValueError``), the cells are computed one by one, so the
-    others are kept: the one that raised gives its ``CellError`` (``TRANSIENT`` exceptions
-    fail the task, to be tried again)."""
+    """The results of each of ``cells`` (``tasks.run_cell``'s mappings), computed here, in
+    order. Where a cell raises (a plug-in method's ``ValueError``), the cells are computed
+    one by one, so the others are kept: the one that raised gives its ``CellError``
+    (``TRANSIENT`` exceptions fail the task, to be tried again)."""
     plan = model_plan(spec, cells, settings)
     try:
         return list(dask.compute(*plan.values(), scheduler="sync"))
@@ -159,8 +159,8 @@ def submit(
 ) -> dict[Future, list[Cell]]:
     """Submit everything ``cells`` need; return each future with the cells it computes.
 
-    A future's result is a ``tasks.CellResult``, or a list of them (one per
-    cell, in order) for a fused model. Only these futures are returned: shared
+    A future's result is a cell's results (``tasks.run_cell``'s mapping), or a list of
+    them (one per cell, in order) for a fused model. Only these futures are returned: shared
     intermediate results are released as soon as the cells that need them
     finish. Models are submitted one after the other, so earlier ones finish first.
     ``reserve(spec, cells)`` gives the worker resources each of a model's tasks holds while

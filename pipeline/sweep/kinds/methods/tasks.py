@@ -3,9 +3,9 @@
 Pure functions of their arguments (no printing, no I/O but a reference's history too
 large for memory, written to the worker's disk: ``spilled``), so the plan can
 recompute any of them on another worker. Arguments that describe work are
-named, frozen specs passed by keyword. A cell returns a ``CellResult`` (two
-arrays, cheap to send) whose ``values()`` maps result variable names
-(``pipeline.results.methods.VARIABLES``) to values.
+named, frozen specs passed by keyword. A cell returns its results as a mapping of the
+result variables' names (``pipeline.results.methods.VARIABLES``) to their values: an array
+over t, or a number.
 """
 
 from __future__ import annotations
@@ -210,54 +210,6 @@ def blas_threads() -> int:
     return max((pool.num_threads for pool in blas), default=1)
 
 
-SERIES = (
-    "tv",
-    "bound",
-    "bound_linear",
-    "certificate",
-    *(f"runtime_{run}{s}" for run in ("exact", "approx") for s in ("", "_min", "_max")),
-)
-"""The per-step results of a cell, in the row order of ``CellResult.series``."""
-SCALARS = (
-    "bound_mixing",
-    "eps",
-    "eps_start",
-    "eps_mean",
-    "speedup",
-    "repeats",
-    "work",
-    "log_evidence",
-    "log_evidence_error",
-    "zero_evidence",
-    "impossible_observations",
-    "sparsity",
-    "stored_entries",
-    "build_time_approx",
-    "build_time_model",
-    "gamma",
-    "gamma_time",
-    "doeblin",
-    "gamma_exact",
-    "memory_peak",
-    "memory_estimate",
-)
-"""The single numbers of a cell, in the order of ``CellResult.scalars``."""
-
-
-class CellResult(NamedTuple):
-    """A cell's results in two arrays, cheap to send between processes."""
-
-    series: np.ndarray  # (len(SERIES), horizon + 1)
-    scalars: np.ndarray  # (len(SCALARS),)
-
-    def values(self) -> dict[str, object]:
-        """Result variable name -> value (an array over t, or a number)."""
-        return {
-            **dict(zip(SERIES, self.series, strict=True)),
-            **dict(zip(SCALARS, self.scalars.tolist(), strict=True)),
-        }
-
-
 @contextlib.contextmanager
 def _numba_threads(timing: Timing):
     """numba's threads (the parallel CSR step's) set to ``timing.threads`` (at most the
@@ -411,7 +363,7 @@ def run_cell(
     mode: str,
     timing: Timing,
     estimate: float = np.nan,
-) -> CellResult:
+) -> dict[str, object]:
     """Time exact and approximate inference side by side; measure the error and the cost.
 
     The speedup is a ratio of runs made moments apart: the median over
@@ -436,38 +388,38 @@ def run_cell(
     bounds = error_bounds(min(eps, 1.0), mixed.gamma, np.arange(steps), start=min(start, 1.0))
     filtered = mode == "filter"
     certificate = tv_certificate(mixed.gamma, accuracy.errors)
-    series = [
-        accuracy.tv,
-        bounds["recursive"],
-        bounds["linear"],
-        np.full(steps, np.nan) if filtered else certificate,
-        *(
-            statistic(times, axis=0)
-            for times in (exact_time, approx_time)
-            for statistic in (np.median, np.min, np.max)
+    runtimes = {
+        f"runtime_{run}{suffix}": statistic(times, axis=0)
+        for run, times in (("exact", exact_time), ("approx", approx_time))
+        for suffix, statistic in (("", np.median), ("_min", np.min), ("_max", np.max))
+    }
+    return {
+        "tv": accuracy.tv,
+        "bound": bounds["recursive"],
+        "bound_linear": bounds["linear"],
+        "certificate": np.full(steps, np.nan) if filtered else certificate,
+        **runtimes,
+        "bound_mixing": float(bounds["mixing"][0]),
+        "eps": eps,
+        "eps_start": start,
+        "eps_mean": float(approximation.row_error.mean()) + approximation.prune_error,
+        "speedup": float(np.median(exact_time[:, -1] / approx_time[:, -1])),
+        "repeats": len(approx_runs),
+        "work": float(np.mean(accuracy.work)) if accuracy.work else np.nan,
+        "log_evidence": accuracy.log_evidence if filtered else np.nan,
+        "log_evidence_error": (
+            accuracy.log_evidence_approx - accuracy.log_evidence if filtered else np.nan
         ),
-    ]
-    scalars = [
-        bounds["mixing"][0],
-        eps,
-        start,
-        float(approximation.row_error.mean()) + approximation.prune_error,
-        np.median(exact_time[:, -1] / approx_time[:, -1]),
-        len(approx_runs),
-        np.mean(accuracy.work) if accuracy.work else np.nan,
-        accuracy.log_evidence if filtered else np.nan,
-        accuracy.log_evidence_approx - accuracy.log_evidence if filtered else np.nan,
-        accuracy.zero_evidence,
-        _impossible(approximation.hmm, exact),
-        built.sparsity,
-        built.stored_entries,
-        built.build_time,
-        model.build_time,
-        mixed.gamma,
-        mixed.seconds,
-        mixed.doeblin,
-        float(mixed.exact),
-        resident.peak() if measured else np.nan,
-        estimate,
-    ]
-    return CellResult(np.array(series), np.array(scalars, dtype=np.float64))
+        "zero_evidence": accuracy.zero_evidence,
+        "impossible_observations": _impossible(approximation.hmm, exact),
+        "sparsity": built.sparsity,
+        "stored_entries": built.stored_entries,
+        "build_time_approx": built.build_time,
+        "build_time_model": model.build_time,
+        "gamma": mixed.gamma,
+        "gamma_time": mixed.seconds,
+        "doeblin": mixed.doeblin,
+        "gamma_exact": float(mixed.exact),
+        "memory_peak": resident.peak() if measured else np.nan,
+        "memory_estimate": estimate,
+    }

@@ -18,7 +18,6 @@ from pipeline.hmmlm.split import split
 from pipeline.hmmlm.train import Schedule, perplexity, train
 from pipeline.operators import toarray
 from pipeline.results import training as results
-from pipeline.sweep.kinds.base import Values
 from pipeline.sweep.kinds.training.grid import TrainingCell
 
 SPLIT_NOISE = 0.01
@@ -156,7 +155,7 @@ def train_cell(
     models: Path | None = None,
     n_states: tuple[int, ...] = (),
     *after,
-) -> Values:
+) -> dict[str, object]:
     """Train one HMM LM and measure it (``settings``: the ``training`` section's keys); save
     the trained model in the folder ``models`` (``pipeline.hmmlm.saved``) if given.
     ``n_states`` is the grid's (a grown cell's parent is in it); ``after``: the tasks this
@@ -167,7 +166,9 @@ def train_cell(
         return _train_cell(cell, settings, models, n_states)
 
 
-def _train_cell(cell: TrainingCell, settings: dict, models: Path | None, n_states) -> Values:
+def _train_cell(
+    cell: TrainingCell, settings: dict, models: Path | None, n_states
+) -> dict[str, object]:
     key = json.dumps(settings, sort_keys=True)
     common = shared(key)
     V, C = len(common.corpus.words), settings["clusters"]
@@ -203,28 +204,26 @@ def _train_cell(cell: TrainingCell, settings: dict, models: Path | None, n_state
     length = settings["max_epochs"] + 1
     leaves = [p.prior, p.emission, *p.transition]
     features = p.transition.W.shape[0] if hasattr(p.transition, "W") else 0
-    return Values(
-        {
-            "perplexity": _padded(result.perplexity, length),
-            "epoch_seconds": _padded(result.epoch_seconds, length, head=np.nan),
-            "best_epoch": result.best_epoch,
-            "test_perplexity": test_perplexity,
-            "epochs": len(result.epoch_seconds),
-            "stopped": result.stopped,
-            "grown_from": parent,
-            "tokens_per_second": common.test.size / seconds,
-            "n_features": features,
-            "stored_parameters": sum(leaf.size for leaf in leaves),
-            "training_bytes": result.training_bytes,
-            "transition_rank": _transition_rank(p, cell.n_states),
-            "train_tokens": common.train.size,
-            "validation_tokens": common.validation.size,
-            "test_tokens": common.test.size,
-            "vocabulary": V,
-            "split": common.corpus.split,
-            "baseline_perplexity": common.baseline,
-            "baseline_test_perplexity": common.baseline_test,
-            "seen_validation": common.seen[0],
-            "seen_test": common.seen[1],
-        }
-    )
+    return {
+        "perplexity": _padded(result.perplexity, length),
+        "epoch_seconds": _padded(result.epoch_seconds, length, head=np.nan),
+        "best_epoch": result.best_epoch,
+        "test_perplexity": test_perplexity,
+        "epochs": len(result.epoch_seconds),
+        "stopped": result.stopped,
+        "grown_from": parent,
+        "tokens_per_second": common.test.size / seconds,
+        "n_features": features,
+        "stored_parameters": sum(leaf.size for leaf in leaves),
+        "training_bytes": result.training_bytes,
+        "transition_rank": _transition_rank(p, cell.n_states),
+        "train_tokens": common.train.size,
+        "validation_tokens": common.validation.size,
+        "test_tokens": common.test.size,
+        "vocabulary": V,
+        "split": common.corpus.split,
+        "baseline_perplexity": common.baseline,
+        "baseline_test_perplexity": common.baseline_test,
+        "seen_validation": common.seen[0],
+        "seen_test": common.seen[1],
+    }
