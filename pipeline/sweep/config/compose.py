@@ -53,22 +53,19 @@ def user_configs() -> list[Path]:
 
 
 def replaceable(overrides: list[str]) -> list[str]:
-    """Overrides as Hydra takes them: mappings that replace, ``grid.p`` as shorthand, and the
-    user's config folders on Hydra's search path (``user_configs``).
+    """Overrides as Hydra takes them: mappings that replace, and the user's config folders on
+    Hydra's search path (``user_configs``).
 
     Hydra merges an override into the node it replaces: ``grid.methods={topk: [5]}``
     would add top-k to the experiment's methods, and OmegaConf cannot merge a
     mapping into a list (``grid.n_states``). Setting the node to null first
-    replaces it. ``grid.p=[...]`` replaces the experiment's methods by top-p
-    alone; given with ``grid.methods`` it is an error (``grid_methods``).
+    replaces it.
     """
     keys = {override.partition("=")[0] for override in overrides}
     out = []
     for override in overrides:
         key, _, value = override.partition("=")
-        if value != "null" and key == "grid.p" and "grid.methods" not in keys:
-            out.append("grid.methods=null")
-        elif value != "null" and key in REPLACED:
+        if value != "null" and key in REPLACED:
             out.append(f"{key}=null")
         out.append(override)
     folders = user_configs()

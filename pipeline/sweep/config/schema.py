@@ -34,9 +34,6 @@ class GridConfig:
     methods: Any = None
     """Approximations: a mapping method -> list of its settings, such as ``{topp: [0.5, 0.9],
     topk: [5, 20]}`` (``pipeline.methods.METHODS``); typed ``Any``: a mapping of lists."""
-    p: Optional[list[float]] = None  # noqa: UP045
-    """Shorthand for ``methods={topp: p}`` on the command line (the sweep replaces
-    ``grid.methods`` by it); set one of the two."""
     horizon: int = 50
     """Steps after the prior: beliefs and errors are stored for t = 0..horizon."""
     seeds: list[int] = field(default_factory=lambda: [0])
@@ -109,12 +106,10 @@ class TrainingConfig:
     ``kernel_<r>`` or ``banded_kernel_<r>`` (r states per feature)."""
     seeds: list[int] = field(default_factory=lambda: [0])
     max_epochs: Optional[int] = None  # noqa: UP045
-    """Train at most this many epochs (default ``epochs``, else 20)."""
+    """Train at most this many epochs (null: 20)."""
     patience: Optional[int] = None  # noqa: UP045
     """Stop after this many epochs in a row without a lower validation perplexity; null:
     train ``max_epochs`` epochs."""
-    epochs: Optional[int] = None  # noqa: UP045
-    """The former name of ``max_epochs``, still read (set one of the two)."""
     max_seconds: Optional[float] = None  # noqa: UP045
     """Each cell's time budget: no epoch starts that would end past this many seconds of
     training (as long as the last epoch took); null: none."""

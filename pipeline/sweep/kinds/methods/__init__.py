@@ -36,7 +36,7 @@ def grid(cfg) -> MethodsGrid:
 
 
 def _validate_methods(grid) -> None:
-    key = "grid.p" if grid.p is not None else "grid.methods"
+    key = "grid.methods"
     for method, settings in grid_methods(grid).items():
         try:
             module = METHODS.lookup(method)
@@ -46,7 +46,7 @@ def _validate_methods(grid) -> None:
             raise ConfigError(
                 key, f"unknown method {method!r}; allowed: {', '.join(METHODS)}"
             ) from None
-        where = key if key == "grid.p" else f"grid.methods.{method}"
+        where = f"grid.methods.{method}"
         if not isinstance(settings, typing.Sequence) or isinstance(settings, str):
             raise ConfigError(where, f"{settings!r} is not allowed; allowed: a list of settings")
         check_list(where, settings, (int, float), "numbers")

@@ -78,18 +78,11 @@ def family_sizes(grid, params: dict) -> dict[str, list[int]]:
 
 
 def grid_methods(grid) -> dict[str, list]:
-    """``grid.methods`` (or the shorthand ``grid.p``) as a mapping method -> settings."""
-    if grid.p is not None and grid.methods is not None:
-        raise ConfigError(
-            "grid.p",
-            "is shorthand for grid.methods={topp: [...]}; set one of grid.p and grid.methods",
-        )
-    if grid.p is not None:
-        return {"topp": list(grid.p)}
+    """``grid.methods`` as a mapping method -> settings."""
     methods = grid.methods
     allowed = "a mapping method -> list of settings, e.g. {topp: [0.5, 0.9], topk: [5]}"
     if methods is None:
-        raise ConfigError("grid.methods", f"is not set; allowed: {allowed}, or grid.p=[...]")
+        raise ConfigError("grid.methods", f"is not set; allowed: {allowed}")
     if not isinstance(methods, typing.Mapping) or not methods:
         raise ConfigError("grid.methods", f"{methods!r} is not allowed; allowed: {allowed}")
     return {str(method): settings for method, settings in methods.items()}

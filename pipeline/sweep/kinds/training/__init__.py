@@ -105,15 +105,8 @@ def validate(cfg) -> None:
                 parse(name, n)
             except ValueError as error:
                 raise ConfigError("training.parameterisations", str(error)) from None
-    for key, least in (("max_epochs", 1), ("epochs", 1), ("patience", 1), ("batch", 1)):
+    for key, least in (("max_epochs", 1), ("patience", 1), ("batch", 1)):
         _check_at_least(training, key, least)
-    if (
-        None not in (training.epochs, training.max_epochs)
-        and training.epochs != training.max_epochs
-    ):
-        raise ConfigError(
-            "training.epochs", "is the former name of training.max_epochs; set one of the two"
-        )
     for key, least in (("length", 1), ("dim", 1), ("delta", 1), ("n_tokens", 2)):
         _check_at_least(training, key, least)
     for key, least in (("lr_patience", 1), ("max_features", 1), ("threads", 1)):

@@ -67,8 +67,7 @@ class TrainingGrid(Grid):
 def grid(cfg) -> TrainingGrid:
     """The grid of a validated config."""
     training = OmegaConf.to_container(cfg.training, resolve=True)
-    epochs = training.pop("epochs")
-    training["max_epochs"] = training["max_epochs"] or epochs or DEFAULT_MAX_EPOCHS
+    training["max_epochs"] = training["max_epochs"] or DEFAULT_MAX_EPOCHS
     return TrainingGrid(
         n_states=tuple(sorted(training.pop("n_states"))),
         parameterisations=tuple(training.pop("parameterisations")),
