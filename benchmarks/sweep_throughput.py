@@ -21,7 +21,7 @@ SMALL = [
     "experiment=smoke",
     "grid.families=[bell,dirichlet]",
     "grid.n_states=[30,60]",
-    "grid.p=[0.3,0.4,0.5,0.6,0.7,0.8,0.9,0.95]",
+    "grid.methods={topp:[0.3,0.4,0.5,0.6,0.7,0.8,0.9,0.95]}",
     "grid.seeds=[0,1,2,3,4,5,6,7]",
     "grid.horizon=20",
     "timing.repeats=3",
@@ -32,7 +32,7 @@ BUSY = [
     "experiment=smoke",
     "grid.families=[dirichlet]",
     "grid.n_states=[200]",
-    "grid.p=[0.5,0.7,0.9,0.95]",
+    "grid.methods={topp:[0.5,0.7,0.9,0.95]}",
     "grid.seeds=[0,1,2,3,4,5,6,7]",
     "grid.horizon=50",
     "timing.min_seconds=0.1",
@@ -97,14 +97,14 @@ def timed_compute(client, grid: Grid, store: ResultStore, cfg) -> tuple[float, f
 
 def multirun(jobs: int) -> tuple[int, float]:
     """Hydra's multirun of ``jobs`` single-cell sweeps (each starts its own cluster)."""
-    p = ",".join(f"[{0.3 + 0.05 * k:.2f}]" for k in range(jobs))
+    settings = ",".join(f"{{topp:[{0.3 + 0.05 * k:.2f}]}}" for k in range(jobs))
     with tempfile.TemporaryDirectory() as folder:
         command = [
             sys.executable,
             "-m",
             "pipeline.sweep",
             "-m",
-            "experiment=smoke",
+            "experiment=default",  # top-p alone: a multirun merges a swept mapping into it
             "grid.families=[bell]",
             "grid.n_states=[30]",
             "grid.seeds=[0]",
@@ -113,7 +113,7 @@ def multirun(jobs: int) -> tuple[int, float]:
             "timing.min_seconds=0",
             "cluster.n_workers=1",
             "cluster.dashboard_address=:0",
-            f"grid.p={p}",
+            f"grid.methods={settings}",
         ]
         start = time.perf_counter()
         subprocess.run(command, cwd=folder, check=True, capture_output=True)
