@@ -90,6 +90,26 @@ def _legend(
     figure.legend(handles=handles, loc="outside lower center", ncols=6, fontsize="small")
 
 
+NOTHING = "nothing finished or timed here"
+"""What a panel with no value to draw on its log axis says (a store still being written,
+interrupted, or swept with ``timing.enabled=false``)."""
+
+
+def log_scale(axis, names: str) -> None:
+    """Put the axes ``names`` ("x", "y" or "xy") of a panel on a log scale with readable
+    labels where the panel holds a positive value along them; one with none (nothing
+    finished or timed: matplotlib cannot draw an empty log axis) stays linear, and the panel
+    says so (``NOTHING``)."""
+    for name in names:
+        if np.isfinite(getattr(axis.dataLim, f"minpos{name}")):
+            axis.set(**{f"{name}scale": "log"})
+            _readable_log(axis, name)
+        elif not axis.texts:
+            axis.text(
+                0.5, 0.5, NOTHING, transform=axis.transAxes, ha="center", va="center", color="grey"
+            )
+
+
 def _readable_log(axis, name: str) -> None:
     """Labels of the log axis ``name`` ("x" or "y") that never collide: plain numbers, at
     1-2-5 steps where the axis spans less than a decade and a half, at decades otherwise;
@@ -137,8 +157,8 @@ def runtime_figure(ds: xr.Dataset) -> Figure:
                 alpha=0.2,
                 linewidth=0,
             )
-        axis.set(yscale="log", xlabel="time step t", ylabel="cumulative runtime [s]")
-        _readable_log(axis, "y")
+        axis.set(xlabel="time step t", ylabel="cumulative runtime [s]")
+        log_scale(axis, "y")
     _legend(figure, ds, [Line2D([], [], color="black", label="exact")])
     return figure
 
@@ -207,10 +227,10 @@ def sparsity_speedup_figure(ds: xr.Dataset) -> Figure:
     right.set(
         xlabel="p",
         ylabel="speedup (exact runtime / top-p runtime)",
-        yscale="log",
         title="Speedup of top-p inference over the whole horizon\n"
         "solid: prediction, dashed: filtering; grey: break-even",
     )
+    log_scale(right, "y")
     left.legend(fontsize="small")
     handles, labels = right.get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside lower center", ncols=4, fontsize="small")
@@ -243,9 +263,8 @@ def payoff_figure(ds: xr.Dataset) -> Figure:
             axis.plot(kept, fit.scale * kept**fit.exponent, color="black", linestyle="--")
         if np.isfinite(fit.break_even):
             axis.axvline(fit.break_even, color="black", linewidth=1, linestyle=":")
+        log_scale(axis, "xy")
         axis.set(
-            xscale="log",
-            yscale="log",
             xlabel="fraction of transitions kept (1 - sparsity)",
             ylabel="speedup (exact runtime / top-p runtime)",
             title=f"{MODE_TITLES[mode]}: fit speedup = {fit.scale:.3g} kept^{fit.exponent:.2f}\n"
@@ -296,13 +315,12 @@ def pareto_figure(ds: xr.Dataset, cost: str = "runtime") -> Figure:
                 linewidth=1,
             )
             axis.set(
-                xscale="log",
                 xlabel=unit,
                 ylabel="TV at the last step",
                 title=f"{family}, n={n}: {MODE_TITLES[mode]}",
             )
             axis.margins(0.08)  # no marker cut by the frame
-            _readable_log(axis, "x")
+            log_scale(axis, "x")
     extra = [Line2D([], [], color="black", marker="*", linestyle="", label="exact")]
     _legend(figure, ds, extra if cost == "runtime" else None, markers=True)
     return figure

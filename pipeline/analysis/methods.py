@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 
 from pipeline.analysis.figures import (
@@ -209,11 +210,28 @@ def _memory_lines(ds: xr.Dataset) -> list[str]:
     ]
 
 
+def _partial_lines(ds: xr.Dataset, done: int, cells: int) -> list[str]:
+    """What the report of a store not finished, or not timed, shows."""
+    lines = []
+    if done < cells:
+        lines.append(
+            f"This store is not finished ({done} of {cells} cells done: a sweep is writing it, "
+            "or was interrupted): the tables and figures show the done cells, and a model, "
+            "method or setting without one is empty (or nan). Run its sweep again to finish it."
+        )
+    if done and not bool(np.isfinite(ds["runtime_approx"].where(ds["done"])).any()):
+        lines.append(
+            "No done cell was timed (a sweep with timing.enabled=false): runtimes, speedups "
+            "and the runtime fronts are empty; errors, bounds and sizes are complete."
+        )
+    return [*lines, ""] if lines else []
+
+
 def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
     """The Markdown report of a run: machine, paper comparison, methods, gamma, summary, figures."""
     attrs = ds.attrs
     cells = int(ds["in_grid"].sum()) * ds.sizes["seed"] * ds.sizes["mode"]
-    failed = int(ds["failed"].sum())
+    done, failed = int(ds["done"].sum()), int(ds["failed"].sum())
     lines = [
         f"# Sweep report: {store}",
         "",
@@ -224,9 +242,9 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
         f"- grid: families {_listed(ds['family'])}; n_states {_listed(ds['n_states'])}; "
         f"methods {_methods(ds)}; horizon {int(ds['t'].values[-1])}; "
         f"seeds {_listed(ds['seed'])}; modes {_listed(ds['mode'])}",
-        f"- cells done: {int(ds['done'].sum())} of {cells}"
-        + (f"; {failed} failed" if failed else ""),
+        f"- cells done: {done} of {cells}" + (f"; {failed} failed" if failed else ""),
         "",
+        *_partial_lines(ds, done, cells),
         "Speedup is the exact runtime over the approximate runtime of the whole horizon,",
         "measured side by side in one task (median of per-repeat ratios). TV is measured at",
         "the last step against exact inference; the bounds of Section 4 hold for prediction.",

@@ -2,14 +2,17 @@
 
 ``found(path)`` tells a results store from everything else a store path can hold, so both
 say the same thing for the same case; ``damage(path)`` reads every chunk of a store (each
-carries a CRC32C checksum, or a store from before checksums still decodes) and names those
-that cannot be read.
+carries a CRC32C checksum, or a store from before checksums still decodes), holds its file
+against its array's manifest (``pipeline.results.manifest``: a missing chunk, or one copied
+from another position, reads) and names those that cannot be trusted, with the arrays
+whose metadata or manifest cannot be read.
 """
 
 from __future__ import annotations
 
 import enum
 import itertools
+import json
 import math
 from pathlib import Path
 from typing import NamedTuple
@@ -17,8 +20,11 @@ from typing import NamedTuple
 import numpy as np
 import zarr
 
+from pipeline.results import manifest
 from pipeline.results.base import FORMAT, StoreError
+from pipeline.results.durable import is_temporary
 from pipeline.results.kinds import KNOWN_NAMES
+from pipeline.results.manifest import MANIFEST
 
 
 class Found(enum.Enum):
@@ -66,7 +72,7 @@ def found(path) -> Found:
         return Found.MISSING
     if not path.is_dir():
         return Found.FILE
-    names = {entry.name for entry in path.iterdir()}
+    names = {entry.name for entry in path.iterdir() if not is_temporary(entry.name)}
     if not names:
         return Found.EMPTY
     ours = names <= KNOWN_NAMES
@@ -103,13 +109,40 @@ def require_results(path) -> dict:
 
 
 class Chunk(NamedTuple):
-    """One chunk of one array: its name, its position in the chunk grid, where that is (the
-    coordinates of the dims its chunks split), and, if it cannot be read, why."""
+    """One chunk of one array, or an array's metadata or manifest (``position`` None): its
+    array, its position in the chunk grid, where that is (the coordinates of the dims its
+    chunks split), its file (its path in the store) and, if it cannot be trusted, why."""
 
     array: str
-    position: tuple[int, ...]
+    position: tuple[int, ...] | None
     where: str = ""
     error: str = ""
+    file: str = ""
+
+
+def metadata_problem(path, name: str) -> str:
+    """Why the metadata of the array ``name`` of the store at ``path`` (``<name>/zarr.json``)
+    cannot be read, in a few words; "" if it can."""
+    try:
+        text = Path(path, name, "zarr.json").read_bytes()
+    except FileNotFoundError:
+        return "it is missing"
+    if not text.strip():
+        return "it is empty"
+    try:
+        metadata = json.loads(text)
+    except ValueError:
+        return "it is cut short or is not JSON"
+    if not isinstance(metadata, dict) or metadata.get("node_type") != "array":
+        return "it describes no array"
+    return ""
+
+
+def arrays(path) -> dict[str, str]:
+    """Every array folder of the store at ``path`` -> why its metadata cannot be read ("":
+    it can)."""
+    folders = sorted(p.name for p in Path(path).iterdir() if p.is_dir())
+    return {name: metadata_problem(path, name) for name in folders}
 
 
 def _why(error: Exception) -> str:
@@ -120,15 +153,15 @@ def _why(error: Exception) -> str:
     return f"{type(error).__name__}: {text}"[:120]
 
 
-def _where(group: zarr.Group, array: zarr.Array, position: tuple[int, ...]) -> str:
+def _where(coordinates: dict[str, zarr.Array], array: zarr.Array, position) -> str:
     """``family=bell, n_states=40``: the coordinates of a chunk along the dims that are
     split one value per chunk."""
     names = array.metadata.dimension_names or ()
     labels = []
     for dim, k, chunk in zip(names, position, array.chunks, strict=False):
-        if chunk == 1 and dim in group and dim != array.basename:
+        if chunk == 1 and dim in coordinates and dim != array.basename:
             try:
-                labels.append(f"{dim}={np.asarray(group[dim][k]).item()}")
+                labels.append(f"{dim}={np.asarray(coordinates[dim][k]).item()}")
             except Exception:  # a damaged coordinate: the position says enough
                 labels.append(f"{dim}[{k}]")
     return ", ".join(labels)
@@ -147,37 +180,116 @@ def _read(array: zarr.Array, position: tuple[int, ...]) -> None:
     np.asarray(array[where])
 
 
+def _misplaced(actual: str | None, accepted: list, entries: manifest.Entries, describe) -> str:
+    """Why a chunk file that decodes is not the one the manifest lists at its key
+    (``describe``: where the chunk of a key is)."""
+    if actual is None:
+        return "its file is missing"
+    source = next((key for key, sums in entries.items() if actual in sums), None)
+    if source is not None:
+        return f"its bytes are those of the chunk of {describe(source)} (copied or moved here)"
+    if accepted == [None]:
+        return "a file is there where none was written"
+    return "its bytes are not those written here"
+
+
+class _Checker:
+    """Whether a chunk's file is the one its array's manifest lists at its key (arrays
+    without a readable manifest: trusted on their CRC32C). A sweep may be writing the store:
+    on a mismatch the manifest is read again, since a flush lists its new chunks before it
+    renames them into place."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.manifests = manifest.load(path)
+
+    def __call__(self, name: str, key: str, describe) -> str:
+        if name not in self.manifests.covered:
+            return ""
+        actual = manifest.file_checksum(self.path / key)
+        if actual in self.manifests.entries.get(key, [None]):
+            return ""
+        again = manifest.load(self.path, [name]).entries
+        accepted = again.get(key, [None])
+        actual = manifest.file_checksum(self.path / key)
+        return "" if actual in accepted else _misplaced(actual, accepted, again, describe)
+
+
 def chunks(path) -> list[Chunk]:
-    """Every chunk of every array of the store at ``path``, read; ``error`` names why a chunk
-    cannot be read (a checksum that does not match, bytes that do not decode)."""
-    group = zarr.open_group(Path(path), mode="r", use_consolidated=False)
-    out = []
-    for name in sorted(group.array_keys()):
-        array = group[name]
-        for position in _positions(array):
+    """Every chunk of every array of the store at ``path``, read and held against its
+    array's manifest; ``error`` names why a chunk cannot be trusted (a checksum that does not
+    match, bytes that do not decode, a file missing or copied from another position), or why
+    an array's metadata or manifest cannot be read (``position`` None, ``file`` the one at
+    fault)."""
+    path = Path(path)
+    check = _Checker(path)
+    out = [
+        Chunk(name, None, error=why, file=f"{name}/{MANIFEST}")
+        for name, why in check.manifests.problems.items()
+    ]
+    group = zarr.open_group(path, mode="r", use_consolidated=False)
+    readable = {}
+    for name, problem in arrays(path).items():
+        if not problem:
             try:
-                _read(array, position)
+                readable[name] = group[name]
+            except Exception as error:  # metadata that parses but that zarr refuses
+                problem = f"it cannot be read: {_why(error)}"
+        if problem:
+            out.append(Chunk(name, None, error=problem, file=f"{name}/zarr.json"))
+    for name, array in readable.items():
+        keys = {f"{name}/{array.metadata.encode_chunk_key(p)}": p for p in _positions(array)}
+
+        def describe(key: str, array=array, keys=keys) -> str:
+            return _where(readable, array, keys[key]) if key in keys else key
+
+        try:  # every chunk at once; one by one only where one does not decode
+            np.asarray(array[...])
+            decodes = True
+        except Exception:  # whatever a damaged chunk makes its codecs raise
+            decodes = False
+        for key, position in keys.items():
+            try:
+                if not decodes:
+                    _read(array, position)
             except Exception as error:  # whatever a damaged chunk makes its codecs raise
-                out.append(Chunk(name, position, _where(group, array, position), _why(error)))
+                error_text = _why(error)
             else:
-                out.append(Chunk(name, position))
-    return out
+                error_text = check(name, key, describe)
+            where = _where(readable, array, position) if error_text else ""
+            out.append(Chunk(name, position, where, error_text, key))
+    return sorted(out, key=lambda c: (c.array, c.position is not None, c.file))
 
 
 def damage(path) -> list[Chunk]:
-    """The chunks of the store at ``path`` that cannot be read (none: the store is sound)."""
+    """The chunks, metadata and manifest of the store at ``path`` that cannot be trusted
+    (none: the store is sound)."""
     return [chunk for chunk in chunks(path) if chunk.error]
 
 
+FIXES = {
+    "chunk": "run the same sweep command again to recompute its cells",
+    "metadata": "run the same sweep command again to rebuild it from the grid, keeping every "
+    "chunk that verifies",
+    "manifest": "run the same sweep command again to write it again from the chunks that read",
+}
+"""What to do about each kind of damage (``overwrite=true`` always starts over)."""
+
+
 def damage_line(path, damaged: list[Chunk]) -> str:
-    """One line naming a damaged store's first bad chunk, how many there are, what to do."""
+    """One line naming a damaged store's first bad chunk (or metadata, or manifest), how many
+    there are, what to do."""
     first = damaged[0]
     others = len(damaged) - 1
     more = f" (and {others} more chunk{'s' if others > 1 else ''})" if others else ""
-    file = Path(path, first.array, "c", *map(str, first.position))
-    where = f" of {first.where}" if first.where else ""
+    if first.file.endswith(MANIFEST):
+        what, fix = f"manifest of {first.array}", FIXES["manifest"]
+    elif first.position is None:
+        what, fix = f"metadata of {first.array}", FIXES["metadata"]
+    else:
+        where = f" of {first.where}" if first.where else ""
+        what, fix = f"{first.array} chunk{where}", FIXES["chunk"]
     return (
-        f"{path} is damaged: the {first.array} chunk{where} ({file}) cannot be read: "
-        f"{first.error}{more}; run the same sweep command again to recompute its cells "
-        "(or overwrite=true to start over)"
+        f"{path} is damaged: the {what} ({Path(path, first.file)}) cannot be read: "
+        f"{first.error}{more}; {fix} (or overwrite=true to start over)"
     )

@@ -1,23 +1,31 @@
 """The results store: one zarr store per sweep, an xarray Dataset over the grid.
 
 Only one sweep writes a store (it holds ``pipeline.sweep.lock.StoreLock``), from its
-client process: the store is created aside from a template and renamed into place, so no
-interruption leaves a half-made store; the client keeps a mirror of every variable in
-memory, and ``flush`` writes whole chunks of the pairs of the first two dims whose cells
-changed, the ``done`` mask last. zarr's local store writes each chunk to a temporary file
-and renames it into place, so an interrupted flush leaves every chunk either old or new;
+client process: the store is created aside from a template, fsynced and renamed into place,
+so no interruption leaves a half-made store (and the next run removes what a killed creator
+left); the client keeps a mirror of every variable in memory, and ``flush`` writes whole
+chunks of the pairs of the first two dims whose cells changed, the ``done`` mask last.
+Every write is durable and every chunk listed in the store's manifest before it is renamed
+into place (``pipeline.results.durable``, ``pipeline.results.manifest``), so an interrupted
+flush, or a power loss, leaves every chunk either old or new and matching the manifest;
 cells whose ``done`` flag did not reach the disk are simply computed again on the next run.
-Every chunk carries a CRC32C checksum: a chunk damaged on disk fails to read instead of
-decoding into other numbers, and resuming computes its cells again.
+
+Every chunk carries a CRC32C checksum and the manifest ties it to its position: a chunk
+damaged, deleted or copied from elsewhere is named instead of read, and resuming computes
+its cells again; an array's metadata that cannot be read is rebuilt from the grid. A full
+disk stops the sweep with one line (``ConfigError``), keeping what reached the disk.
 
 Read it with plain xarray: ``xr.open_zarr(path)``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
+import re
 import shutil
 import warnings
 from pathlib import Path
@@ -26,10 +34,20 @@ import numpy as np
 import xarray as xr
 import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
+from zarr.core.buffer import default_buffer_prototype
+from zarr.storage import MemoryStore
 
-from pipeline.results import FORMAT, Found, Schema, Variable, found
+from pipeline.results import FORMAT, Found, Schema, Variable, damage, found, manifest
 from pipeline.results.base import DEFAULT_KIND
-from pipeline.results.paths import problem
+from pipeline.results.durable import (
+    DurableStore,
+    is_temporary,
+    sync,
+    sync_tree,
+    write_atomically,
+    write_durably,
+)
+from pipeline.results.paths import Chunk, arrays, problem
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import Grid
 
@@ -85,12 +103,12 @@ def template(schema: Schema, grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]
     return dataset, encoding
 
 
-def _consolidate(path: Path) -> None:
+def _consolidate(store) -> None:
     """Refresh the consolidated metadata, so ``xr.open_zarr`` opens the store quietly."""
     with warnings.catch_warnings():
         # zarr notes that consolidated metadata is not yet part of the v3 spec.
         warnings.simplefilter("ignore", category=UserWarning)
-        zarr.consolidate_metadata(path)
+        zarr.consolidate_metadata(store)
 
 
 def _difference(stored: str, wanted: str) -> str:
@@ -101,16 +119,69 @@ def _difference(stored: str, wanted: str) -> str:
     return "the grids differ"
 
 
+@contextlib.contextmanager
+def _disk_space(path: Path):
+    """A full disk (or quota) while writing the store at ``path``: ``ConfigError``, one line."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise ConfigError(
+            "store",
+            f"{path}: the disk is full ({error.strerror}); the finished cells that reached "
+            "the disk are kept: free some space, then run the same command again",
+        ) from None
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this PID runs on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _remove_stale_creations(path: Path) -> None:
+    """Remove what creators of ``path`` that died left beside it: ``.<name>.<pid>.creating``
+    of a PID that no process on this host has."""
+    if not path.parent.is_dir():
+        return
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(\d+)\.creating")
+    for entry in path.parent.iterdir():
+        match = pattern.fullmatch(entry.name)
+        if match and int(match[1]) != os.getpid() and not _alive(int(match[1])):
+            shutil.rmtree(entry, ignore_errors=True)
+            log.info("%s: removed %s, left by a creation that was killed", path, entry.name)
+
+
+def _rebuild_metadata(path: Path, dataset: xr.Dataset, encoding: dict, names: list[str]) -> None:
+    """Write the metadata (``zarr.json``) of the arrays ``names`` as the grid's template has
+    it, leaving their chunks as they are."""
+    memory = MemoryStore()
+    dataset.to_zarr(memory, mode="w", encoding=encoding, consolidated=False)
+    group = zarr.open_group(memory, mode="r", use_consolidated=False)
+    for name in names:
+        metadata = group[name].metadata.to_buffer_dict(default_buffer_prototype())
+        write_durably({path / name / "zarr.json": metadata["zarr.json"].to_bytes()})
+
+
 def _read(
-    group: zarr.Group, dataset: xr.Dataset, schema: Schema
+    group: zarr.Group, dataset: xr.Dataset, schema: Schema, skip: set[tuple[int, int]]
 ) -> tuple[dict[str, np.ndarray], set[tuple[int, int]]]:
     """Every variable of ``schema`` read chunk by chunk (one chunk per pair of the first two
-    dims), and the pairs with a chunk that could not be read: those keep the template's
-    missing values (``done`` false)."""
+    dims) but the pairs in ``skip``, and the pairs not read (``skip``, and those with a
+    chunk that could not be read): those keep the template's missing values (``done``
+    false)."""
     arrays = {name: dataset[name].values.copy() for name in schema.variables}
     shape = arrays["done"].shape[:2]
-    unread = set()
+    unread = set(skip)
     for pair in np.ndindex(shape):
+        if pair in unread:
+            continue
         try:
             chunk = {name: np.asarray(group[name][pair]) for name in schema.variables}
         except Exception:  # whatever a damaged chunk makes its codecs raise
@@ -121,17 +192,42 @@ def _read(
     return arrays, unread
 
 
-def _rewrite_damaged_coordinates(group: zarr.Group, dataset: xr.Dataset, schema: Schema) -> None:
-    """Rewrite from the grid's template every array outside ``schema``'s variables
-    (coordinates, ``in_grid``) that cannot be read."""
-    for name in dataset.variables:
-        if name in schema.variables:
-            continue
-        try:
-            np.asarray(group[name][...])
-        except Exception:  # whatever a damaged chunk makes its codecs raise
-            group[name][...] = dataset[name].values
-            log.warning("%s: %s could not be read; rewritten from the grid", group.store, name)
+def _manifests(path: Path, damaged: list[Chunk]) -> tuple[manifest.Entries, set[str]]:
+    """The manifests of the store to resume at ``path`` as they should be, and the arrays
+    whose manifest on disk is not: an array without one, or whose one cannot be read, gets
+    one from its chunks that read (not ``damaged``); two versions of a chunk accepted (a
+    flush was interrupted) become the one on disk."""
+    manifests = manifest.load(path)
+    uncovered = set(arrays(path)) - manifests.covered
+    if uncovered:
+        log.log(
+            logging.WARNING if manifests.problems else logging.INFO,
+            "%s: %s; written again from the chunks that read",
+            path,
+            "; ".join(
+                f"the manifest of {n} cannot be read ({why})"
+                for n, why in manifests.problems.items()
+            )
+            or "it has no manifests yet (written before them)",
+        )
+    entries = manifests.entries | manifest.scan(path, uncovered, {c.file for c in damaged})
+    unsettled = {key.split("/", 1)[0] for key, sums in entries.items() if len(sums) > 1}
+    return manifest.settled(entries, path), uncovered | unsettled
+
+
+def _pairs(grid: Grid, pairs: set[tuple[int, int]]) -> str:
+    """``family=bell, n_states=40; ...``: pairs of the first two dims, by their coordinates."""
+    axes = grid.axes()
+    return "; ".join(
+        ", ".join(f"{dim}={axes[dim][k]}" for dim, k in zip(grid.DIMS, pair, strict=False))
+        for pair in sorted(pairs)
+    )
+
+
+def _reasons(damaged: list[Chunk], shown: int = 3) -> str:
+    """``tv/c/1/0/0/0/0/0/0 (its file is missing), ...``: the first damaged chunks."""
+    listed = ", ".join(f"{c.file} ({c.error})" for c in damaged[:shown])
+    return listed + (f" and {len(damaged) - shown} more" if len(damaged) > shown else "")
 
 
 class ResultStore:
@@ -150,11 +246,21 @@ class ResultStore:
         grid: Grid,
         group: zarr.Group,
         arrays: dict[str, np.ndarray],
+        entries: manifest.Entries,
     ):
         self.path, self.schema, self.grid = path, schema, grid
         self.variables: dict[str, Variable] = schema.variables
         self._group, self._arrays = group, arrays
         self._dirty: set[tuple[int, int]] = set()
+        self._entries = entries
+        """The manifests of the store's arrays: the chunks as they are on disk."""
+        self._behind: set[str] = set()
+        """Arrays whose manifest on disk is behind ``_entries``: missing (a store from before
+        manifests), or still accepting two versions of a chunk (a flush was interrupted)."""
+
+    @property
+    def _files(self) -> DurableStore:
+        return self._group.store
 
     @staticmethod
     def check(path: Path, schema: Schema, grid: Grid, *, overwrite: bool = False) -> bool:
@@ -163,6 +269,8 @@ class ResultStore:
         Raises ``ConfigError`` (one line, the words ``analyze`` uses) when ``path`` holds
         something else: anything but a results store always; a half-made or unreadable
         store, one of an older layout or of another grid unless ``overwrite`` replaces it.
+        A damaged store of ``grid`` (``pipeline.results.damage``) is resumed and repaired,
+        or replaced with ``overwrite`` (which then reads every chunk).
         """
         path = Path(path)
         what = found(path)
@@ -173,9 +281,8 @@ class ResultStore:
             raise ConfigError("store", problem(path, what))
         if what is not Found.RESULTS:
             return False
-        group = zarr.open_group(path, mode="r", use_consolidated=False)
-        stored = group.attrs["grid"]
-        missing = sorted(set(schema.variables) - set(group.array_keys()))
+        stored = zarr.open_group(path, mode="r", use_consolidated=False).attrs["grid"]
+        missing = sorted(set(schema.variables) - set(arrays(path)))
         if missing and not overwrite:
             raise ConfigError(
                 "store",
@@ -183,7 +290,7 @@ class ResultStore:
                 f"{', '.join(missing)}); pass overwrite=true to compute it again",
             )
         if stored == grid.fingerprint() and not missing:
-            return True
+            return not (overwrite and damage(path))
         if overwrite:
             return False
         raise ConfigError(
@@ -197,48 +304,83 @@ class ResultStore:
     def open(
         cls, path: Path, schema: Schema, grid: Grid, attrs: dict, *, overwrite: bool = False
     ) -> ResultStore:
-        """Resume the store of ``grid`` at ``path``, or create it (see ``check``).
+        """Resume the store of ``grid`` at ``path``, or create it (see ``check``), after
+        removing what killed creators left beside it.
 
-        Resuming reads the store chunk by chunk: the cells of a chunk that cannot be read
-        are not done (they are computed again, and the chunk rewritten at the next flush),
-        and coordinates that cannot be read are rewritten from the grid."""
+        Resuming rebuilds from the grid the metadata of arrays that cannot be read, then
+        reads the store chunk by chunk: the cells of a chunk that cannot be trusted (see
+        ``pipeline.results.damage``) are not done (they are computed again, and the chunk
+        rewritten at the next flush), and coordinates that cannot be trusted are rewritten
+        from the grid. ``ConfigError`` (one line) if the disk is full."""
         path = Path(path)
-        if not cls.check(path, schema, grid, overwrite=overwrite):
-            return cls._create(path, schema, grid, attrs)
-        dataset, _ = template(schema, grid, {})
-        group = zarr.open_group(path, mode="r+", use_consolidated=False)
-        arrays, unread = _read(group, dataset, schema)
-        store = cls(path, schema, grid, group, arrays)
+        _remove_stale_creations(path)
+        with _disk_space(path):
+            if not cls.check(path, schema, grid, overwrite=overwrite):
+                return cls._create(path, schema, grid, attrs)
+            return cls._resume(path, schema, grid)
+
+    @classmethod
+    def _resume(cls, path: Path, schema: Schema, grid: Grid) -> ResultStore:
+        """``open`` of a store ``check`` found to resume."""
+        for file in path.rglob("*"):
+            if is_temporary(file.name):  # of a flush that was interrupted
+                file.unlink(missing_ok=True)
+        dataset, encoding = template(schema, grid, {})
+        broken = {name: why for name, why in arrays(path).items() if why and name in dataset}
+        if broken:
+            _rebuild_metadata(path, dataset, encoding, list(broken))
+            log.warning(
+                "%s: the metadata of %s could not be read (%s); rebuilt from the grid",
+                path,
+                ", ".join(broken),
+                "; ".join(broken.values()),
+            )
+        damaged = [c for c in damage(path) if c.position is not None]
+        group = zarr.open_group(store=DurableStore(path), mode="r+", use_consolidated=False)
+        skip = {c.position[:2] for c in damaged if c.array in schema.variables}
+        arrays_read, unread = _read(group, dataset, schema, skip)
+        entries, behind = _manifests(path, damaged)
+        store = cls(path, schema, grid, group, arrays_read, entries)
+        store._behind = behind
         store._dirty = unread  # rewritten, not done, at the first flush
         if unread:
-            axes = grid.axes()
-            where = "; ".join(
-                ", ".join(f"{dim}={axes[dim][k]}" for dim, k in zip(grid.DIMS, pair, strict=False))
-                for pair in sorted(unread)
-            )
             log.warning(
-                "%s: chunks of %s cannot be read; their cells are computed again", path, where
+                "%s: chunks of %s cannot be read; their cells are computed again: %s",
+                path,
+                _pairs(grid, unread),
+                _reasons([c for c in damaged if c.array in schema.variables]) or "unreadable",
             )
-        _rewrite_damaged_coordinates(group, dataset, schema)
+        coordinates = {c.array for c in damaged if c.array in dataset} - set(schema.variables)
+        for name in sorted(coordinates):
+            group[name][...] = dataset[name].values
+            log.warning("%s: %s could not be read; rewritten from the grid", path, name)
+        store._commit()
         store.update_attrs(runs=int(group.attrs.get("runs", 1)) + 1)
         return store
 
     @classmethod
     def _create(cls, path: Path, schema: Schema, grid: Grid, attrs: dict) -> ResultStore:
-        """A new store: written beside ``path`` and renamed into place (replacing what
-        ``check`` allowed to replace), so no interruption leaves a half-made store."""
+        """A new store: written beside ``path``, fsynced and renamed into place (replacing
+        what ``check`` allowed to replace), so no interruption leaves a half-made store."""
         dataset, encoding = template(schema, grid, {**attrs, "runs": 1})
         aside = path.with_name(f".{path.name}.{os.getpid()}.creating")
         if aside.exists():
             shutil.rmtree(aside)
-        dataset.to_zarr(aside, mode="w", encoding=encoding, consolidated=False)
-        _consolidate(aside)
+        try:
+            dataset.to_zarr(aside, mode="w", encoding=encoding, consolidated=False)
+            _consolidate(aside)
+            manifest.write(aside, manifest.scan(aside), list(dataset.variables))
+            sync_tree(aside)
+        except BaseException:
+            shutil.rmtree(aside, ignore_errors=True)
+            raise
         if path.exists():
             shutil.rmtree(path) if path.is_dir() else path.unlink()
         aside.rename(path)
-        arrays = {name: dataset[name].values.copy() for name in schema.variables}
-        group = zarr.open_group(path, mode="r+", use_consolidated=False)
-        return cls(path, schema, grid, group, arrays)
+        sync(path.parent)
+        arrays_made = {name: dataset[name].values.copy() for name in schema.variables}
+        group = zarr.open_group(store=DurableStore(path), mode="r+", use_consolidated=False)
+        return cls(path, schema, grid, group, arrays_made, manifest.load(path).entries)
 
     def todo(self) -> list:
         """The cells of the grid not yet done, in grid order."""
@@ -271,13 +413,41 @@ class ResultStore:
         self._dirty.add(position[:2])
 
     def flush(self) -> None:
-        """Write the chunks of every changed pair of the first two dims, ``done`` last."""
-        for pair in sorted(self._dirty):
-            for name in self.variables:
-                self._group[name][pair] = self._arrays[name][pair]
+        """Write the chunks of every changed pair of the first two dims, ``done`` last, and
+        the manifest that lists them (``_commit``). ``ConfigError`` (one line) if the disk
+        is full: what an earlier flush wrote stays, and the pairs stay to write."""
+        with _disk_space(self.path):
+            try:
+                for pair in sorted(self._dirty):
+                    for name in self.variables:
+                        self._group[name][pair] = self._arrays[name][pair]
+                self._commit()
+            except BaseException:
+                self._files.discard()
+                raise
         self._dirty.clear()
+
+    def _commit(self) -> None:
+        """Put the staged chunks in place: the manifests of their arrays accepting their old
+        and new bytes first (durably, with the chunks' fsyncs), then the chunks, then the
+        manifests with the new bytes only (atomically; a power loss may leave the first,
+        which still accepts every chunk on disk). Also writes the manifests ``_behind``."""
+        staged = dict(self._files.staged)
+        if not staged and not self._behind:
+            return
+        touched = {key.split("/", 1)[0] for key in staged}
+        pending = dict(self._entries)
+        for key, chunk in staged.items():
+            pending[key] = list(dict.fromkeys([*pending.get(key, [None]), chunk.checksum]))
+        self._files.publish(manifest.files(self.path, pending, sorted(touched | self._behind)))
+        for key, chunk in staged.items():
+            pending[key] = [chunk.checksum]
+        self._entries = {key: sums for key, sums in pending.items() if sums != [None]}
+        write_atomically(manifest.files(self.path, self._entries, sorted(touched)))
+        self._behind = set()
 
     def update_attrs(self, **attrs) -> None:
         """Set Dataset attributes (and refresh the consolidated metadata)."""
-        self._group.attrs.update(attrs)
-        _consolidate(self.path)
+        with _disk_space(self.path):
+            self._group.attrs.update(attrs)
+            _consolidate(self._files)
