@@ -124,8 +124,10 @@ def _gather(client, futures: dict, store: ResultStore, progress: Progress, faile
                 progress.tick()
                 time.sleep(0.02)
     finally:
-        store.flush()
-        progress.close()
+        try:
+            store.flush()
+        finally:
+            progress.close()
 
 
 def _fail(store: ResultStore, failed: Failures, failure: Failure, cells: list) -> None:

@@ -30,6 +30,7 @@ BAD = {
     ),
     "p_zero": (["grid.methods={topp:[0]}"], "grid.methods.topp: p must be in (0, 1], got 0"),
     "the_former_shorthand": (["grid.p=[0.5]"], "grid.p: Key 'p' not in 'GridConfig'"),
+    "the_root_as_store": (["store=/"], "store: '/' names no store; allowed: a folder's path"),
     "unknown_method": (
         ["grid.methods={topq:[0.5]}"],
         "grid.methods: unknown method 'topq'; allowed: topp, topk, topp_states",

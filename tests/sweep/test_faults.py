@@ -1,10 +1,7 @@
 """Dead workers and killed sweeps lose no finished result."""
 
 import re
-import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -131,30 +128,6 @@ def test_two_sweeps_started_together_on_one_store(tmp_path):
     ), refused
     assert "Dask scheduler" not in refused  # stopped before any cluster started
     assert done_count(store) == 144 and not damage(store)
-
-
-def test_a_damaged_store_is_named_and_the_rerun_recomputes_only_its_cells(smoke, tmp_path):
-    store = tmp_path / "r.zarr"
-    shutil.copytree(smoke[0], store)
-    chunk = store / "tv" / "c" / "1" / "0" / "0" / "0" / "0" / "0" / "0"  # uniform, 20
-    chunk.write_bytes(chunk.read_bytes()[:-3])  # a write cut short
-    analyzed = subprocess.run(
-        [sys.executable, "-m", "pipeline.analyze", str(store)], capture_output=True, text=True
-    )
-    assert analyzed.returncode == 2
-    assert analyzed.stderr == (
-        f"error: {store} is damaged: the tv chunk of family=uniform, n_states=20 ({chunk}) "
-        "cannot be read: its checksum does not match its bytes; run the same sweep command "
-        "again to recompute its cells (or overwrite=true to start over)\n"
-    )
-    again = sweep(*TINY, f"store={store}", cwd=tmp_path)
-    assert again.returncode == 0, again.stderr
-    assert "24 cells to compute, 120 already done" in again.stderr
-    assert "chunks of family=uniform, n_states=20 cannot be read; their cells are computed" in (
-        again.stderr
-    )
-    expected, repaired = xr.open_zarr(smoke[0]).load(), xr.open_zarr(store).load()
-    assert_same_values(repaired, expected)
 
 
 def test_a_cell_out_of_memory_fails_once_in_one_line_and_the_others_finish(tmp_path):

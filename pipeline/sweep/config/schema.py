@@ -246,7 +246,9 @@ class SweepConfig:
     store: Optional[str] = None  # noqa: UP045
     """The results store's path (default ``outputs/<experiment>/results.zarr``)."""
     overwrite: bool = False
-    """Replace a store made from a different grid (or damaged) instead of refusing it."""
+    """Replace a store made from a different grid, or a damaged one, instead of refusing or
+    repairing it (a rerun repairs a damaged store of the same grid, keeping every chunk that
+    verifies)."""
     performance_report: bool = False
     """Save Dask's performance report of the computation (HTML: task stream, worker profile,
     bandwidth) beside the store, as ``<store name>_performance.html``."""

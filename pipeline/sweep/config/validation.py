@@ -79,6 +79,10 @@ def check_writable(path: Path) -> None:
     created and removed where the store and its lock go (not ``os.access``, which a
     read-only or virtual file system answers wrongly)."""
     path = Path(path)
+    if not path.name or path.name in (".", ".."):
+        raise ConfigError(
+            "store", f"{str(path)!r} names no store; allowed: a folder's path, e.g. outputs/x.zarr"
+        )
     parent = path.parent
     while not parent.exists():
         parent = parent.parent
