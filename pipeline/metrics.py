@@ -39,7 +39,7 @@ def mixing_rate_part(T, part: int, parts: int) -> float:
     (interleaved rows), so threads or Dask tasks can each take one.
     """
     T = operators.as_operator(T, "T")
-    return operators.mixing_rate_part(T, np.arange(part, T.shape[0] - 1, parts))
+    return operators.least_overlap(T, np.arange(part, T.shape[0] - 1, parts))
 
 
 def minimal_mixing_rate(T, *, threads: int | None = None) -> float:
@@ -78,7 +78,7 @@ def doeblin_lower_bound(T) -> float:
     structured matrix, so it serves where gamma costs too much. Clipped to 1
     against rounding, as gamma is (the uniform matrix gives 1 + 4e-16).
     """
-    return min(1.0, operators.doeblin_lower_bound(operators.as_operator(T, "T")))
+    return min(1.0, operators.shared_mass(operators.as_operator(T, "T")))
 
 
 def tv_certificate(gamma: float, errors) -> np.ndarray:

@@ -1,4 +1,11 @@
-"""Sampling state paths and observations from an HMM."""
+"""The sweep's sampler of state paths and observations, kept as it is for its draws.
+
+Its draws (``rng.choice`` over each dense row, one row at a time) are the observations of
+the sweep's committed experiments: another sampler would change every stored ``filter``
+cell. Everything else samples with ``pipeline.inference.sample``, which draws from stored
+entries and factors, for batches of sequences; this module goes when the sweep moves to
+it and its experiments are re-run.
+"""
 
 from __future__ import annotations
 

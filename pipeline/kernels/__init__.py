@@ -1,10 +1,16 @@
 """The compiled (numba) kernels: plain loops over arrays, no formats, no validation.
 
 - ``forward``: the forward recursion over a horizon, with one step function per
-  matrix layout (dense, CSR, CSR plus rank one), for one sequence or a batch,
+  matrix layout (dense, CSR, CSR plus rank one, low rank), for one sequence or a batch,
   with optional belief pruning;
+- ``backward``: the backward step of each layout (a gather, ``T @ y``) and the backward
+  recursion of smoothing;
+- ``maxproduct``: the max-product step of each layout and the Viterbi recursion;
+- ``draw``: inverse-CDF draws from the stored entries of CSR rows;
 - ``select``: per-row selection for top-p (a mass to reach) and top-k (a count);
-- ``gamma``: the minimal mixing rate's pair search and the Doeblin bound.
+- ``gamma``: the minimal mixing rate's pair search and the Doeblin bound;
+- ``maxplus``: the log-space max-product over blocks of log rows, and its backtrack, of
+  the coupled models' exact Viterbi (``pipeline.coupled``).
 
 Callers (``pipeline.operators``, ``pipeline.methods``, ``pipeline.inference``)
 check their inputs and pick the kernel; kernels trust what they are given.

@@ -13,7 +13,9 @@ sparse columns plus a dense panel of the columns that are mostly full, stepped b
 BLAS products plus a sparse correction). ``advance`` and
 ``advance_block`` are resolved per layout class when the recursion compiles
 (``numba.extending.overload``), so each layout gets its own compiled loop and
-a new layout is one class and its two overloads here. Each step reads the
+a new layout is one class and its two overloads here, and its overloads of the backward
+and max-product steps (``pipeline.kernels.backward``, ``pipeline.kernels.maxproduct``),
+which read the same layouts. Each step reads the
 monotonic clock to record the cumulative runtime. Belief pruning (keep the top-p states
 after every step) runs inside the loop.
 
@@ -141,11 +143,13 @@ class Structured(NamedTuple):
 
 class LowRank(NamedTuple):
     """``left @ right.T`` plus a sparse ``correction`` (the band's entries minus the
-    product there): ``left`` (n, F), ``right`` (m, F)."""
+    product there): ``left`` (n, F), ``right`` (m, F); ``band`` the band's own entries,
+    which the max-product step (``pipeline.kernels.maxproduct``) sets in generated rows."""
 
     correction: CsrRows | CsrEntries | CsrPanel
     left: np.ndarray
     right: np.ndarray
+    band: CsrRows
 
 
 def _is(layout, cls) -> bool:
@@ -547,10 +551,22 @@ def _advance_low_rank(layout, belief, out, threads):
     return None
 
 
+@numba.njit(**JIT)
+def _dense_block(T, block, out):
+    """``out = T^T @ block`` for a state-major block (n, B), computed member-major as
+    ``block.T @ T``: BLAS runs the product of a (B, n) row-major batch by ``T`` faster than
+    the same product on state-major operands (``python benchmarks/inference.py batch``,
+    ``docs/benchmarks.md``), and the two transposes cost O(n B) against its O(n^2 B). The
+    sums run in another order than the state-major product's: the last bits of a dense
+    batch's beliefs differ from those it gave before (one sequence's do not)."""
+    members = np.ascontiguousarray(block.T)
+    out[:, :] = np.dot(members, T).T
+
+
 @overload(advance_block, jit_options=JIT)
 def _advance_block_dense(layout, block, out):
     if _is(layout, Dense):
-        return lambda layout, block, out: np.dot(layout.T.T, block, out)
+        return lambda layout, block, out: _dense_block(layout.T, block, out)
     return None
 
 

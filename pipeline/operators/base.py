@@ -5,10 +5,11 @@ Each is a ``functools.singledispatch`` function; the module of each format
 matrix of shape (n, m) is row-stochastic where the pipeline uses it: row ``i`` is
 ``P(S_{t+1} | S_t = i)`` or ``P(O_t | S_t = i)``.
 
-Beside the operations: what some of them return (``Peaks``, ``Products``, and the row
-blocks of a selection, ``DenseRows`` and ``SparseRows``), the limits on the work a
-format may do for one (``BLOCK_ENTRIES``, ``MAX_GENERATED``), and the error helpers
-the formats share (``bad_entry``, ``check_real``, ``check_factors``).
+Beside the operations: what some of them return (``Peaks``, ``MaxProduct``, ``Products``,
+and the row blocks of a selection, ``DenseRows`` and ``SparseRows``), the limits on the
+work a format may do for one (``BLOCK_ENTRIES``, ``MAX_GENERATED``), the error helpers
+the formats share (``bad_entry``, ``check_real``, ``check_factors``), and the runners of
+the compiled steps the formats' products share (``run_backward``, ``run_max_product``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pipeline.kernels import select
+from pipeline.kernels import backward, forward, maxproduct, select
 
 BLOCK_ENTRIES = 2**20
 """Rows are handed out in blocks of about this many entries (8 MiB of float64)."""
@@ -89,8 +90,23 @@ class SparseRows(NamedTuple):
         select.fill_csr(self.indptr, self.indices, self.data, level, ties, mass, indices, data)
 
 
+class MaxProduct(NamedTuple):
+    """One max-product step from weights ``w`` (n,) through ``T`` (n, m).
+
+    values : ndarray, shape (m,)
+        ``values[j] = max_i w[i] T[i, j]``.
+    states : ndarray of int64, shape (m,)
+        The least ``i`` attaining it (ties go to the lowest state index; 0 where every
+        product is zero, as ``argmax`` gives).
+    """
+
+    values: np.ndarray
+    states: np.ndarray
+
+
 class Products(NamedTuple):
-    """A matrix ``T`` (n, m)'s two batched products, made once per matrix.
+    """``forward_product`` and ``backward_product`` of one matrix ``T`` (n, m), its layout
+    made once (``batch_products``).
 
     forward : ``X @ T`` for a batch of row vectors ``X`` (B, n), shape (B, m).
     backward : ``Y @ T.T`` (each row ``T @ y``) for a batch ``Y`` (B, m), shape (B, n).
@@ -205,25 +221,156 @@ def layout(T) -> tuple:
     raise TypeError(f"unsupported matrix type {type(T).__name__}")
 
 
-@singledispatch
-def batch_products(T) -> Products:
-    """``T``'s forward and backward products of a batch of vectors (``Products``), in the
-    format's own cost: what a batched forward-backward recursion steps with."""
-    raise TypeError(f"unsupported matrix type {type(T).__name__}")
+def as_vectors(values, size: int, name: str) -> np.ndarray:
+    """``values`` as float64 of shape (size,) or (B, size), C-contiguous; else ValueError."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if values.ndim not in (1, 2) or values.shape[-1] != size:
+        raise ValueError(f"{name} must have shape ({size},) or (B, {size}), got {values.shape}")
+    return values
+
+
+def forward_product(T, beliefs) -> np.ndarray:
+    """``beliefs @ T``: the forward step (a scatter of each state's row), by the compiled
+    step of ``T``'s layout (``layout``), the one the forward recursion takes.
+
+    ``beliefs`` (n,) gives (m,); a batch (B, n) gives (B, m). Each call makes the layout:
+    a caller stepping one matrix many times keeps ``batch_products(T)`` instead.
+    """
+    return _forward_product(layout(T), as_vectors(beliefs, T.shape[0], "beliefs"), T.shape[1])
+
+
+def _forward_product(compiled, beliefs: np.ndarray, width: int) -> np.ndarray:
+    if beliefs.ndim == 1:
+        out = np.empty(width)
+        forward.step(compiled, beliefs, out, forward.step_threads(compiled))
+        return out
+    out = np.empty((width, beliefs.shape[0]))
+    forward.step_block(compiled, np.ascontiguousarray(beliefs.T), out)
+    return out.T
+
+
+def run_backward(compiled, messages: np.ndarray, height: int) -> np.ndarray:
+    """``T @ messages`` (or ``messages @ T.T`` for a batch (B, m)) by the compiled backward
+    step of the layout ``compiled`` (``pipeline.kernels.backward``); for the formats'
+    ``backward_product``."""
+    if messages.ndim == 1:
+        out = np.empty(height)
+        backward.step(compiled, messages, out)
+        return out
+    out = np.empty((height, messages.shape[0]))
+    backward.step_block(compiled, np.ascontiguousarray(messages.T), out)
+    return out.T
+
+
+def run_max_product(compiled, weights: np.ndarray, width: int) -> MaxProduct:
+    """The max-product step of the layout ``compiled`` (``pipeline.kernels.maxproduct``)
+    from ``weights`` (n,), or from each row of a batch (B, n); for the formats'
+    ``max_product``."""
+    if weights.ndim == 2:
+        parts = [run_max_product(compiled, row, width) for row in weights]
+        return MaxProduct(np.stack([p.values for p in parts]), np.stack([p.states for p in parts]))
+    values, states = np.empty(width), np.empty(width, np.int64)
+    maxproduct.step(compiled, weights, values, states)
+    return MaxProduct(values, states)
 
 
 @singledispatch
-def mixing_rate_part(T, which: np.ndarray) -> float:
-    """``min over i in which, k > i of sum_j min(T[i, j], T[k, j])`` (inf if no pair).
+def backward_product(T, messages) -> np.ndarray:
+    """``T @ messages``: the backward step, a gather (each row sums its entries times the
+    message at their columns), where the forward step ``belief @ T`` is a scatter.
 
-    The minimum over a partition of ``range(n - 1)`` is the minimal mixing rate.
+    ``messages`` (m,) gives (n,); a batch (B, m) gives (B, n), each row ``T @ y``. The
+    backward recursion of smoothing (``pipeline.kernels.backward``) takes the same step.
     """
     raise TypeError(f"unsupported matrix type {type(T).__name__}")
 
 
 @singledispatch
-def doeblin_lower_bound(T) -> float:
-    """``sum_j min_i T[i, j]``: the mass every row shares, a lower bound on gamma."""
+def max_product(T, weights) -> MaxProduct:
+    """The max-product step of Viterbi: ``max_i weights[i] T[i, j]`` for every column ``j``
+    and the state attaining it (``MaxProduct``); ``weights`` (n,), or a batch (B, n) whose
+    fields then have shape (B, m).
+
+    Dense, CSR and ``SparsePlusRankOne`` read their stored entries (and factors);
+    ``LowRank`` generates its rows, and refuses above a size (``check_max_product``).
+    """
+    raise TypeError(f"unsupported matrix type {type(T).__name__}")
+
+
+@singledispatch
+def check_max_product(T) -> None:
+    """Raise ``ValueError`` in one line where ``T``'s max-product step would generate more
+    entries than its format allows (``LowRank``: more than ``lowrank.MAX_DENSE``); nothing
+    for the formats whose step reads their stored entries."""
+
+
+@singledispatch
+def expected_counts(T, before: np.ndarray, after: np.ndarray):
+    """The matrix ``C[i, j] = sum_t before[t, i] * T[i, j] * after[t, j]``, shape (n, m), in
+    ``T``'s own cost: smoothing's expected transition counts when ``before`` (T', n) are the
+    filtered beliefs and ``after`` (T', m) the weighted backward messages.
+
+    Dense: an ndarray. CSR: a ``csr_array`` on ``T``'s stored entries. ``SparsePlusRankOne``
+    and ``LowRank`` (whose counts are not of their own form): a ``LowRank`` holding them
+    exactly, of rank T' (``F T'`` for a ``LowRank`` of rank F), with the stored pattern's
+    entries as its band.
+    """
+    raise TypeError(f"unsupported matrix type {type(T).__name__}")
+
+
+Sampler = Callable[[np.ndarray, np.random.Generator], np.ndarray]
+"""``draw(rows, rng)``: one column per row index in ``rows`` (int, (d,)), column ``j`` of
+row ``r`` with probability ``T[r, j] / sum_j T[r, j]``, as int64 (d,)."""
+
+
+@singledispatch
+def column_sampler(T) -> Sampler:
+    """A function drawing a column from given rows of ``T`` (``Sampler``): what sampling
+    draws the next states and the symbols with. Made once per matrix (cumulative sums of the
+    stored entries, of the factors), it never generates a dense row of a sparse or factored
+    matrix, but where a ``LowRank`` row's band keeps drawing the product's band positions
+    (``REJECTIONS``)."""
+    raise TypeError(f"unsupported matrix type {type(T).__name__}")
+
+
+REJECTIONS = 32
+"""A ``LowRank`` draw off its band draws from the product and redraws while it lands on a
+band position; a row that has redrawn this many times is generated and drawn from."""
+
+
+def draw_dense(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One column from each row of ``values`` (d, m), non-negative, by inverse CDF."""
+    cumulative = np.cumsum(values, axis=1)
+    targets = rng.random(values.shape[0]) * cumulative[:, -1]
+    drawn = (cumulative <= targets[:, None]).sum(axis=1)
+    return np.minimum(drawn, values.shape[1] - 1).astype(np.int64)
+
+
+def batch_products(T) -> Products:
+    """``forward_product`` and ``backward_product`` of ``T`` with its layout made once, for
+    a caller stepping one matrix many times from Python."""
+    compiled = layout(T)
+    n, m = T.shape
+    return Products(
+        lambda X: _forward_product(compiled, as_vectors(X, n, "X"), m),
+        lambda Y: run_backward(compiled, as_vectors(Y, m, "Y"), n),
+    )
+
+
+@singledispatch
+def least_overlap(T, which: np.ndarray) -> float:
+    """``min over i in which, k > i of sum_j min(T[i, j], T[k, j])`` (inf if no pair).
+
+    The minimum over a partition of ``range(n - 1)`` is the minimal mixing rate
+    (``pipeline.metrics.mixing_rate_part`` hands out the parts).
+    """
+    raise TypeError(f"unsupported matrix type {type(T).__name__}")
+
+
+@singledispatch
+def shared_mass(T) -> float:
+    """``sum_j min_i T[i, j]``: the mass every row shares, unclipped
+    (``pipeline.metrics.doeblin_lower_bound`` is its public form, a lower bound on gamma)."""
     raise TypeError(f"unsupported matrix type {type(T).__name__}")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.kernels import forward, gamma
+from pipeline.kernels import backward, draw, forward, gamma
 from pipeline.operators import base
 
 SHORT_ROWS = 64
@@ -232,18 +232,76 @@ def _(T: sp.csr_array) -> forward.CsrRows | forward.CsrEntries | forward.CsrPane
     return csr_layout(T)
 
 
-@base.batch_products.register
-def _(T: sp.csr_array) -> base.Products:
-    transposed = T.T.tocsr()
-    return base.Products(lambda X: (transposed @ X.T).T, lambda Y: (T @ Y.T).T)
+def rows_layout(S: sp.csr_array) -> forward.CsrRows:
+    """A canonical CSR array's stored rows as they are, the layout of the steps that read a
+    row at a time: the backward gather and the max-product step."""
+    return forward.CsrRows(S.indptr, S.indices, S.data)
 
 
-@base.mixing_rate_part.register
+def entry_sums(S: sp.csr_array, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """``sum_t before[t, i] after[t, j]`` at each stored entry ``(i, j)`` of ``S``, (nnz,)."""
+    out = np.empty(S.indices.size)
+    backward.entry_sums(
+        S.indptr,
+        S.indices,
+        np.ascontiguousarray(before.T, dtype=np.float64),
+        np.ascontiguousarray(after.T, dtype=np.float64),
+        out,
+    )
+    return out
+
+
+@base.backward_product.register
+def _(T: sp.csr_array, messages) -> np.ndarray:
+    messages = base.as_vectors(messages, T.shape[1], "messages")
+    return base.run_backward(rows_layout(T), messages, T.shape[0])
+
+
+@base.max_product.register
+def _(T: sp.csr_array, weights) -> base.MaxProduct:
+    weights = base.as_vectors(weights, T.shape[0], "weights")
+    return base.run_max_product(rows_layout(T), weights, T.shape[1])
+
+
+@base.expected_counts.register
+def _(T: sp.csr_array, before: np.ndarray, after: np.ndarray) -> sp.csr_array:
+    values = T.data * entry_sums(T, before, after)
+    return sp.csr_array((values, T.indices.copy(), T.indptr.copy()), shape=T.shape)
+
+
+class RowDraws:
+    """Inverse-CDF draws from the stored entries of a canonical CSR array's rows."""
+
+    def __init__(self, S: sp.csr_array) -> None:
+        self.S = S
+        self.cumulative = draw.row_cumsums(S.indptr, S.data)
+        self.totals = np.zeros(S.shape[0])
+        filled = np.diff(S.indptr) > 0
+        self.totals[filled] = self.cumulative[S.indptr[1:][filled] - 1]
+
+    def __call__(self, rows: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """The column of row ``rows[d]`` at cumulative mass ``targets[d]``, for each d."""
+        positions = np.empty(rows.size, np.int64)
+        draw.search(self.S.indptr, self.cumulative, rows, targets, positions)
+        return self.S.indices[positions].astype(np.int64)
+
+
+@base.column_sampler.register
+def _(T: sp.csr_array) -> base.Sampler:
+    draws = RowDraws(T)
+
+    def sample(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return draws(rows, rng.random(rows.size) * draws.totals[rows])
+
+    return sample
+
+
+@base.least_overlap.register
 def _(T: sp.csr_array, which: np.ndarray) -> float:
     return float(gamma.pairs_csr(T.indptr, T.indices, T.data, T.shape[1], which, np.inf))
 
 
-@base.doeblin_lower_bound.register
+@base.shared_mass.register
 def _(T: sp.csr_array) -> float:
     return float(np.asarray(T.min(axis=0).toarray()).sum())
 

@@ -74,17 +74,40 @@ def _(T: np.ndarray) -> forward.Dense:
     return forward.Dense(T)
 
 
-@base.batch_products.register
-def _(T: np.ndarray) -> base.Products:
-    return base.Products(lambda X: X @ T, lambda Y: Y @ T.T)
+@base.backward_product.register
+def _(T: np.ndarray, messages) -> np.ndarray:
+    messages = base.as_vectors(messages, T.shape[1], "messages")
+    return base.run_backward(forward.Dense(T), messages, T.shape[0])
 
 
-@base.mixing_rate_part.register
+@base.max_product.register
+def _(T: np.ndarray, weights) -> base.MaxProduct:
+    weights = base.as_vectors(weights, T.shape[0], "weights")
+    return base.run_max_product(forward.Dense(T), weights, T.shape[1])
+
+
+@base.expected_counts.register
+def _(T: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    return T * (before.T @ after)
+
+
+@base.column_sampler.register
+def _(T: np.ndarray) -> base.Sampler:
+    step = max(1, base.BLOCK_ENTRIES // max(T.shape[1], 1))
+
+    def draw(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        parts = [base.draw_dense(T[rows[k : k + step]], rng) for k in range(0, rows.size, step)]
+        return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+    return draw
+
+
+@base.least_overlap.register
 def _(T: np.ndarray, which: np.ndarray) -> float:
     return float(gamma.pairs_dense(T, which, np.inf))
 
 
-@base.doeblin_lower_bound.register
+@base.shared_mass.register
 def _(T: np.ndarray) -> float:
     return float(T.min(axis=0).sum())
 

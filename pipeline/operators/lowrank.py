@@ -21,13 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.kernels import forward, gamma
+from pipeline.kernels import draw, forward, gamma
 from pipeline.operators import base
-from pipeline.operators.csr import canonical, csr_layout, entry_rows
+from pipeline.operators.csr import RowDraws, canonical, csr_layout, entry_rows, entry_sums
 
 MAX_DENSE = 25_000_000
-"""The exact minimal mixing rate of a ``LowRank`` matrix materialises it; it refuses
-above this many entries (200 MB, n = 5000)."""
+"""The exact minimal mixing rate and the max-product step of a ``LowRank`` matrix generate
+every entry (the step one block of rows at a time, every step); both refuse above this many
+entries (200 MB, n = 5000)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,24 +196,97 @@ def _(T: LowRank) -> forward.LowRank:
     correction = sp.csr_array(
         (T.band.data - T.product_at_band(), T.band.indices, T.band.indptr), shape=T.shape
     )
-    return forward.LowRank(csr_layout(correction), T.left, T.right)
+    band = forward.CsrRows(T.band.indptr, T.band.indices, T.band.data)
+    return forward.LowRank(csr_layout(correction), T.left, T.right, band)
 
 
-@base.batch_products.register
-def _(T: LowRank) -> base.Products:
-    # Two thin products per step, plus the band's correction: its entries minus the
-    # product's there.
-    correction = sp.csr_array(
-        (T.band.data - T.product_at_band(), T.band.indices, T.band.indptr), T.band.shape
+@base.backward_product.register
+def _(T: LowRank, messages) -> np.ndarray:
+    messages = base.as_vectors(messages, T.shape[1], "messages")
+    return base.run_backward(base.layout(T), messages, T.shape[0])
+
+
+@base.check_max_product.register
+def _(T: LowRank) -> None:
+    n, m = T.shape
+    if n * m > MAX_DENSE:
+        raise ValueError(
+            f"the max-product step of a {n} x {m} low-rank matrix generates all of its "
+            f"{n * m:,} entries (at most {MAX_DENSE:,}); decode a sparse approximation "
+            "(pipeline.methods.approximate: topp, topk) or take smoothing's most probable "
+            "state at each step"
+        )
+
+
+@base.max_product.register
+def _(T: LowRank, weights) -> base.MaxProduct:
+    base.check_max_product(T)
+    weights = base.as_vectors(weights, T.shape[0], "weights")
+    return base.run_max_product(base.layout(T), weights, T.shape[1])
+
+
+@base.expected_counts.register
+def _(T: LowRank, before: np.ndarray, after: np.ndarray) -> LowRank:
+    # Off the band the counts are sum_f sum_t (left[i, f] before[t, i]) (right[j, f]
+    # after[t, j]): rank F T'.
+    n, m = T.shape
+    left = (T.left[:, :, None] * before.T[:, None, :]).reshape(n, -1)
+    right = (T.right[:, :, None] * after.T[:, None, :]).reshape(m, -1)
+    band = sp.csr_array(
+        (T.band.data * entry_sums(T.band, before, after), T.band.indices, T.band.indptr),
+        shape=T.shape,
     )
-    transposed = correction.T.tocsr()
-    return base.Products(
-        lambda X: (X @ T.left) @ T.right.T + (transposed @ X.T).T,
-        lambda Y: (Y @ T.right) @ T.left.T + (correction @ Y.T).T,
-    )
+    return LowRank(left, right, band)
 
 
-@base.mixing_rate_part.register
+@base.column_sampler.register
+def _(T: LowRank) -> base.Sampler:
+    # Row i is its band's entries plus the product off the band: draw which by their masses;
+    # off the band, draw a feature f by left[i, f] sum_j right[j, f], then j by right[:, f],
+    # and draw again while j lands on the band (exact: the product restricted off the band).
+    n, m = T.shape
+    band = RowDraws(T.band)
+    features = np.cumsum(T.left * T.right.sum(axis=0), axis=1)  # (n, F)
+    at_band = np.bincount(entry_rows(T.band.indptr), T.product_at_band(), minlength=n)
+    off_band = np.maximum(features[:, -1] - at_band, 0.0)
+    along = np.ascontiguousarray(np.cumsum(T.right, axis=0).T).reshape(-1)  # (F m,)
+    starts = np.arange(0, along.size + 1, m)
+
+    def product(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        targets = rng.random(rows.size) * features[rows, -1]
+        f = np.minimum((features[rows] <= targets[:, None]).sum(axis=1), T.rank - 1)
+        positions = np.empty(rows.size, np.int64)
+        totals = along[starts[f + 1] - 1]
+        draw.search(starts, along, f, rng.random(rows.size) * totals, positions)
+        return positions - starts[f]
+
+    def sample(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        targets = rng.random(rows.size) * (band.totals[rows] + off_band[rows])
+        in_band = targets < band.totals[rows]
+        out = np.empty(rows.size, np.int64)
+        out[in_band] = band(rows[in_band], targets[in_band])
+        pending = np.flatnonzero(~in_band)
+        for _ in range(base.REJECTIONS):
+            if not pending.size:
+                return out
+            columns = product(rows[pending], rng)
+            landed = np.empty(pending.size, np.bool_)
+            draw.stored(T.band.indptr, T.band.indices, rows[pending], columns, landed)
+            out[pending[~landed]] = columns[~landed]
+            pending = pending[landed]
+        for row in np.unique(rows[pending]):  # the band holds most of their product
+            which = pending[rows[pending] == row]
+            values = T.rows(row, row + 1)[0]
+            values[T.band.indices[T.band.indptr[row] : T.band.indptr[row + 1]]] = 0.0
+            cumulative = np.cumsum(values)
+            targets = rng.random(which.size) * cumulative[-1]
+            out[which] = np.minimum(np.searchsorted(cumulative, targets, side="right"), m - 1)
+        return out
+
+    return sample
+
+
+@base.least_overlap.register
 def _(T: LowRank, which: np.ndarray) -> float:
     n, m = T.shape
     if n * m > MAX_DENSE:
@@ -240,7 +314,7 @@ def factor_doeblin_bound(T: LowRank) -> float:
     return float(lowest.sum())
 
 
-@base.doeblin_lower_bound.register
+@base.shared_mass.register
 def _(T: LowRank) -> float:
     """Exact from row blocks up to ``MAX_DENSE`` entries; above, ``factor_doeblin_bound``."""
     n, m = T.shape

@@ -18,7 +18,15 @@ import scipy.sparse as sp
 
 from pipeline.kernels import forward, gamma
 from pipeline.operators import base
-from pipeline.operators.csr import canonical, csr_layout, entry_rows
+from pipeline.operators.csr import (
+    RowDraws,
+    canonical,
+    csr_layout,
+    entry_rows,
+    entry_sums,
+    rows_layout,
+)
+from pipeline.operators.lowrank import LowRank
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,16 +160,56 @@ def _(T: SparsePlusRankOne) -> forward.Structured:
     return forward.Structured(csr_layout(T.sparse), T.u, T.v)
 
 
-@base.batch_products.register
-def _(T: SparsePlusRankOne) -> base.Products:
-    transposed = T.sparse.T.tocsr()
-    return base.Products(
-        lambda X: (transposed @ X.T).T + np.outer(X @ T.u, T.v),
-        lambda Y: (T.sparse @ Y.T).T + np.outer(Y @ T.v, T.u),
+def _rows(T: SparsePlusRankOne) -> forward.Structured:
+    """The layout of the steps that read a row at a time (backward, max-product)."""
+    return forward.Structured(rows_layout(T.sparse), T.u, T.v)
+
+
+@base.backward_product.register
+def _(T: SparsePlusRankOne, messages) -> np.ndarray:
+    messages = base.as_vectors(messages, T.shape[1], "messages")
+    return base.run_backward(_rows(T), messages, T.shape[0])
+
+
+@base.max_product.register
+def _(T: SparsePlusRankOne, weights) -> base.MaxProduct:
+    weights = base.as_vectors(weights, T.shape[0], "weights")
+    return base.run_max_product(_rows(T), weights, T.shape[1])
+
+
+@base.expected_counts.register
+def _(T: SparsePlusRankOne, before: np.ndarray, after: np.ndarray) -> LowRank:
+    # Off the pattern the counts are u[i] v[j] sum_t before[t, i] after[t, j]: rank T'.
+    full = T.pattern()
+    band = sp.csr_array(
+        (full.data * entry_sums(full, before, after), full.indices, full.indptr), shape=T.shape
     )
+    return LowRank(T.u[:, None] * before.T, T.v[:, None] * after.T, band)
 
 
-@base.mixing_rate_part.register
+@base.column_sampler.register
+def _(T: SparsePlusRankOne) -> base.Sampler:
+    # A row's mass is its stored entries' plus the rank-one part's, u[i] sum(v): draw which,
+    # then the column from the stored entries or from v.
+    draws = RowDraws(T.sparse)
+    along_v = np.cumsum(T.v)
+    background = T.u * along_v[-1]
+
+    def sample(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        stored = draws.totals[rows]
+        targets = rng.random(rows.size) * (stored + background[rows])
+        sparse = targets < stored
+        out = np.empty(rows.size, np.int64)
+        out[sparse] = draws(rows[sparse], targets[sparse])
+        rest = ~sparse
+        within = (targets[rest] - stored[rest]) / T.u[rows[rest]]
+        out[rest] = np.minimum(np.searchsorted(along_v, within, side="right"), T.v.size - 1)
+        return out
+
+    return sample
+
+
+@base.least_overlap.register
 def _(T: SparsePlusRankOne, which: np.ndarray) -> float:
     full = T.pattern()
     return float(
@@ -169,7 +217,7 @@ def _(T: SparsePlusRankOne, which: np.ndarray) -> float:
     )
 
 
-@base.doeblin_lower_bound.register
+@base.shared_mass.register
 def _(T: SparsePlusRankOne) -> float:
     S = T.sparse
     order = np.argsort(T.u, kind="stable")

@@ -10,10 +10,11 @@ import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy import stats
 
 from pipeline import operators
 from pipeline.inference import filtering
-from pipeline.kernels import forward
+from pipeline.kernels import backward, forward, maxproduct
 from pipeline.methods.topp import topp_hmm
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, mixing_rate_part, sparsity
 from pipeline.models import HMM, build_model, gamma_exact_max_states
@@ -123,19 +124,137 @@ def test_stored_entries_and_work(wide):
     assert operators.step_work(T, support) < everything <= n * m + n + m
 
 
+def _weights(rng, n):
+    """Weights over n states with about a third exactly zero (the steps skip those rows)."""
+    return rng.random(n) * (rng.random(n) > 0.3)
+
+
 @pytest.mark.parametrize("shape", [(80, 80), (80, 9)])
 @pytest.mark.parametrize("name", sorted(FORMATS))
-def test_batch_products_equal_the_dense_ones(name, shape):
-    """Forward ``X @ T`` and backward ``Y @ T.T`` of a batch, as the batched
-    forward-backward recursion of ``pipeline.hmmlm.evidence`` steps them."""
+def test_forward_and_backward_products_equal_the_dense_ones(name, shape):
+    """``x @ T`` (a scatter) and ``T @ y`` (a gather), of one vector and of a batch, through
+    the operations and through the compiled steps of the format's layout, which the
+    recursions take; ``batch_products`` (kept for ``pipeline.hmmlm``) gives the same."""
     T, dense = FORMATS[name](3, *shape)
     rng = np.random.default_rng(8)
-    X, Y = rng.random((5, shape[0])), rng.random((5, shape[1]))
+    x, X = _weights(rng, shape[0]), rng.random((5, shape[0]))
+    y, Y = rng.random(shape[1]), rng.random((5, shape[1]))
+    close = {"rtol": 1e-12, "atol": 1e-15}
+    np.testing.assert_allclose(operators.forward_product(T, x), x @ dense, **close)
+    np.testing.assert_allclose(operators.forward_product(T, X), X @ dense, **close)
+    np.testing.assert_allclose(operators.backward_product(T, y), dense @ y, **close)
+    np.testing.assert_allclose(operators.backward_product(T, Y), Y @ dense.T, **close)
+    layout = operators.layout(T)
+    out, block = np.empty(shape[0]), np.empty((shape[0], 5))
+    backward.step(layout, y, out)
+    backward.step_block(layout, np.ascontiguousarray(Y.T), block)
+    np.testing.assert_allclose(out, dense @ y, **close)
+    np.testing.assert_allclose(block, dense @ Y.T, **close)
     products = operators.batch_products(T)
-    forward, backward = products.forward(X), products.backward(Y)
-    assert isinstance(forward, np.ndarray) and isinstance(backward, np.ndarray)
-    np.testing.assert_allclose(forward, X @ dense, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(backward, Y @ dense.T, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(products.forward(X), operators.forward_product(T, X))
+    np.testing.assert_array_equal(products.backward(Y), operators.backward_product(T, Y))
+    with pytest.raises(ValueError, match=rf"messages must have shape \({shape[1]},\)"):
+        operators.backward_product(T, np.ones(shape[1] + 1))
+
+
+@pytest.mark.parametrize("shape", [(80, 80), (80, 9)])
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_max_product_equals_the_dense_one(name, shape):
+    """``max_i w[i] T[i, j]`` and its least maximising state, from one weight vector and a
+    batch, through the operation and the compiled step of the format's layout."""
+    T, dense = FORMATS[name](3, *shape)
+    rng = np.random.default_rng(9)
+    products = [_weights(rng, shape[0]) for _ in range(3)]
+    for w in products:
+        found = operators.max_product(T, w)
+        np.testing.assert_allclose(found.values, (w[:, None] * dense).max(axis=0), rtol=1e-14)
+        np.testing.assert_array_equal(found.states, (w[:, None] * dense).argmax(axis=0))
+        values, states = np.empty(shape[1]), np.empty(shape[1], np.int64)
+        maxproduct.step(operators.layout(T), w, values, states)
+        np.testing.assert_array_equal(states, found.states)
+        np.testing.assert_allclose(values, found.values, rtol=1e-14)
+    batch = operators.max_product(T, np.stack(products))
+    assert batch.values.shape == batch.states.shape == (3, shape[1])
+    np.testing.assert_array_equal(batch.states[1], operators.max_product(T, products[1]).states)
+
+
+def _uniform(name: str, n: int):
+    """An n x n uniform matrix in the format: every product of equal weights ties."""
+    if name.startswith("dense"):
+        return np.full((n, n), 1 / n)
+    if name.startswith("csr"):
+        return sp.csr_array(np.full((n, n), 1 / n))
+    if name.startswith("structured"):
+        return SparsePlusRankOne(sp.csr_array((n, n)), np.full(n, 1 / n), np.ones(n))
+    return LowRank(np.full((n, 1), 1 / n), np.ones((n, 1)))
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_max_product_ties_go_to_the_lowest_state(name):
+    T = _uniform(name, 6)
+    w = np.array([0.0, 0.5, 0.25, 0.5, 0.5, 0.0])  # states 1, 3 and 4 tie
+    found = operators.max_product(T, w)
+    np.testing.assert_array_equal(found.states, 1)
+    np.testing.assert_array_equal(found.values, 0.5 / 6)
+    np.testing.assert_array_equal(operators.max_product(T, np.zeros(6)).states, 0)
+
+
+def test_a_large_low_rank_matrix_refuses_the_max_product_step():
+    T = build_model("kernel", 6000, n_features=2, n_observations=4).transition
+    message = "generates all of its 36,000,000 entries .* decode a sparse approximation"
+    with pytest.raises(ValueError, match=message):
+        operators.max_product(T, np.ones(6000))
+    with pytest.raises(ValueError, match=message):
+        operators.check_max_product(T)
+    operators.check_max_product(np.eye(3))  # the other formats read their stored entries
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_expected_counts_equal_the_dense_ones(name):
+    """``T * (before.T @ after)`` in the format's own cost: on the stored entries of CSR,
+    exactly factored for the factored formats."""
+    T, dense = FORMATS[name](3, 80, 80)
+    rng = np.random.default_rng(10)
+    before, after = rng.random((6, 80)), rng.random((6, 80))
+    counts = operators.expected_counts(T, before, after)
+    np.testing.assert_allclose(
+        operators.toarray(counts), dense * (before.T @ after), rtol=1e-12, atol=1e-15
+    )
+    kind = {np.ndarray: np.ndarray, sp.csr_array: sp.csr_array}.get(type(T), LowRank)
+    assert isinstance(counts, kind)
+    if isinstance(T, sp.csr_array):
+        np.testing.assert_array_equal(counts.indices, T.indices)
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_column_sampler_draws_each_rows_distribution(name):
+    """Chi-square of 6,000 draws from each of three rows against the dense row, at a fixed
+    seed; every drawn column has non-zero probability."""
+    T, dense = FORMATS[name](3, 80, 9)
+    draw = operators.column_sampler(T)
+    rng = np.random.default_rng(11)
+    for row in (0, 17, 79):
+        drawn = draw(np.full(6000, row), rng)
+        assert drawn.dtype == np.int64 and (dense[row, drawn] > 0).all()
+        observed = np.bincount(drawn, minlength=9)
+        expected = 6000 * dense[row] / dense[row].sum()
+        kept = expected > 0
+        assert stats.chisquare(observed[kept], expected[kept]).pvalue > 1e-3, (row, observed)
+
+
+def test_low_rank_draws_whose_band_holds_most_of_the_product_fall_back_to_the_row():
+    """A band over every column but two holds almost all the product's mass: draws off the
+    band keep landing on it, and past ``REJECTIONS`` the row is generated."""
+    n = 8
+    band = sp.csr_array(np.where(np.arange(n) < n - 2, 0.1, 0.0)[None].repeat(n, axis=0))
+    band = sp.csr_array((band.data, band.indices, band.indptr), shape=(n, n))
+    right = np.r_[np.ones(n - 2), 1e-4, 3e-4][:, None]
+    M = LowRank(np.full((n, 1), 0.4 / 4e-4), right, band)
+    dense = M.toarray()
+    np.testing.assert_allclose(dense.sum(axis=1), 1.0)
+    drawn = operators.column_sampler(M)(np.zeros(20000, np.int64), np.random.default_rng(1))
+    observed = np.bincount(drawn, minlength=n)
+    assert stats.chisquare(observed, 20000 * dense[0]).pvalue > 1e-3, observed
 
 
 @pytest.mark.parametrize("prune", [1.0, 0.8])
@@ -163,6 +282,17 @@ def test_gamma_and_doeblin_equal_dense(square):
     assert minimal_mixing_rate(T) == pytest.approx(expected, abs=1e-12)
     assert min(mixing_rate_part(T, k, 3) for k in range(3)) == pytest.approx(expected, abs=1e-12)
     assert doeblin_lower_bound(T) == pytest.approx(dense.min(axis=0).sum(), abs=1e-12)
+
+
+def test_the_parts_of_gamma_have_one_public_meaning_each():
+    """``pipeline.metrics`` owns ``mixing_rate_part`` (a part of a partition of the row pairs)
+    and ``doeblin_lower_bound`` (clipped at 1); the formats register what they compute,
+    ``least_overlap`` and ``shared_mass``, under names of their own."""
+    assert not hasattr(operators, "mixing_rate_part")
+    assert not hasattr(operators, "doeblin_lower_bound")
+    T = np.full((5, 5), 0.2)
+    assert doeblin_lower_bound(T) == min(1.0, operators.shared_mass(T))
+    assert mixing_rate_part(T, 1, 2) == operators.least_overlap(T, np.array([1, 3]))
 
 
 def test_the_structured_doeblin_bound_finds_each_columns_least_row_off_the_pattern():
@@ -439,6 +569,22 @@ def test_mostly_full_columns_are_stepped_as_a_dense_panel():
     observations = rng.integers(-1, 7, size=(3, 20))
     structured = SparsePlusRankOne(sp.csr_array(dense * 0.9), np.full(n, 0.1 / n), np.ones(n))
     assert isinstance(operators.layout(structured).sparse, forward.CsrPanel)
+
+    # The backward and max-product steps read the panel too, plain and under a rank-one part.
+    message, gathered = rng.random(n), np.empty(n)
+    backward.step(layout, message, gathered)
+    np.testing.assert_allclose(gathered, dense @ message, rtol=1e-12)
+    block, out = rng.random((n, 6)), np.empty((n, 6))
+    backward.step_block(layout, block, out)
+    np.testing.assert_allclose(out, dense @ block, rtol=1e-12)
+    for matrix in (S, structured):
+        full_matrix = operators.toarray(matrix)
+        for weights in (rng.random(n), _weights(rng, n)):
+            values, states = np.empty(n), np.empty(n, np.int64)
+            maxproduct.step(operators.layout(matrix), weights, values, states)
+            products = weights[:, None] * full_matrix
+            np.testing.assert_array_equal(states, products.argmax(axis=0))
+            np.testing.assert_allclose(values, products.max(axis=0), rtol=1e-14)
     before = numba.get_num_threads()
     try:
         for threads in {1, min(2, numba.config.NUMBA_NUM_THREADS)}:

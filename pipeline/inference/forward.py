@@ -1,22 +1,9 @@
-"""Forward inference in an HMM: prediction and filtering, optionally with belief pruning.
+"""Prediction and filtering: the forward recursion, one sequence or a batch, optionally with
+belief pruning.
 
-One signature and one result type for every matrix format: the format of
-``hmm.transition`` supplies the compiled step (``pipeline.operators.layout``):
-one BLAS matrix-vector product per step for a dense matrix, the stored entries
-of the rows of non-zero states for CSR, the CSR step plus a rank-one update for
-``SparsePlusRankOne``. The whole horizon runs in one compiled loop
-(``pipeline.kernels.forward``).
-
-Conventions: ``observations[t]`` is the symbol observed at step ``t`` or -1
-for none. Step 0 is the prior conditioned on ``observations[0]``; every later
-step is a transition followed by conditioning. When an observation has zero
-probability under the current belief (it happens in top-p models, which drop
-states and symbols), the step keeps the predicted belief, the step is listed in
-``zero_evidence`` and ``log_evidence`` is ``-inf``: never a crash or a NaN.
-
-Belief pruning (``prune=p``, the "top-p states" method) keeps, after each
-step's conditioning, the most probable states until their mass reaches ``p``
-and renormalises, so the next step reads only the rows of the kept states.
+Belief pruning (``prune=p``, the "top-p states" method) keeps, after each step's
+conditioning, the most probable states until their mass reaches ``p`` and renormalises, so
+the next step reads only the rows of the kept states.
 """
 
 from __future__ import annotations
@@ -26,39 +13,64 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipeline.inference.inputs import Evidence, read_evidence, read_initial
 from pipeline.kernels import forward
 from pipeline.methods.select import mass_target
-from pipeline.models.hmm import HMM, validate_rows
-from pipeline.operators import columns
+from pipeline.models.hmm import HMM
 
 
 class FilterResult(NamedTuple):
-    """The result of ``filtering``; B is the batch size of a batch.
+    """The result of ``filtering`` one sequence of T steps.
 
-    beliefs : ndarray, shape (T, n_states), or (B, T, n_states)
-        ``beliefs[t] = P(S_t | o_0..o_t)`` (the prediction ``P(S_t)`` where no
-        symbol was observed up to ``t``); with pruning, the pruned belief. A batch's is a
-        view of the state-major history the recursion writes, ``(T, n_states, B)`` in
-        memory, not a copy: ``np.ascontiguousarray`` makes one where needed. With
-        ``history=False``, only the last step: shape (1, n_states), or (B, 1, n_states).
-    log_evidence : float, or ndarray of shape (B,)
-        ``log P(o_0..o_{T-1})`` over the observed steps; ``-inf`` when some
-        observation had zero probability.
-    zero_evidence : ndarray of int, or a tuple of B of them
+    beliefs : ndarray, shape (T, n_states)
+        ``beliefs[t] = P(S_t | o_0..o_t)`` (the prediction ``P(S_t)`` where no symbol was
+        observed up to ``t``); with pruning, the pruned belief. With ``history=False``, only
+        the last step: shape (1, n_states).
+    log_evidence : float
+        ``log P(o_0..o_{T-1})`` over the observed steps; ``-inf`` when some observation had
+        zero probability.
+    zero_evidence : ndarray of int
         The steps whose observation had zero probability (their belief is the prediction).
     elapsed : ndarray, shape (T,)
-        Seconds from the start of the recursion to the end of step ``t`` (for
-        the whole batch, which advances as one block), writing ``beliefs`` included:
-        the recursion writes the returned history directly, and the first write of
-        each of its memory pages (the system mapping it) falls in the step that makes it.
-    pruned : ndarray, shape (T,), or (B, T)
-        The belief mass pruning removed at step ``t`` (``TV`` between the belief
-        before and after pruning); zeros without pruning.
+        Seconds from the start of the recursion to the end of step ``t``, writing
+        ``beliefs`` included: the recursion writes the returned history directly, and the
+        first write of each of its memory pages (the system mapping it) falls in the step
+        that makes it.
+    pruned : ndarray, shape (T,)
+        The belief mass pruning removed at step ``t`` (``TV`` between the belief before and
+        after pruning); zeros without pruning.
     """
 
     beliefs: np.ndarray
-    log_evidence: float | np.ndarray
-    zero_evidence: np.ndarray | tuple[np.ndarray, ...]
+    log_evidence: float
+    zero_evidence: np.ndarray
+    elapsed: np.ndarray
+    pruned: np.ndarray
+
+
+class FilterBatchResult(NamedTuple):
+    """The result of ``filtering`` a batch of B sequences of T steps, advanced as one block.
+
+    beliefs : ndarray, shape (B, T, n_states)
+        ``beliefs[b, t] = P(S_t | o^b_0..o^b_t)``, as ``FilterResult.beliefs`` of each member:
+        a view of the state-major history the recursion writes, ``(T, n_states, B)`` in
+        memory, not a copy (``np.ascontiguousarray`` makes one where needed). With
+        ``history=False``, shape (B, 1, n_states).
+    log_evidence : ndarray, shape (B,)
+        ``log P(o^b_0..o^b_{T-1})`` of each member; ``-inf`` where an observation had zero
+        probability.
+    zero_evidence : tuple of B ndarrays of int
+        Each member's steps whose observation had zero probability.
+    elapsed : ndarray, shape (T,)
+        Seconds from the start of the recursion to the end of step ``t``, for the whole
+        block (as ``FilterResult.elapsed``).
+    pruned : ndarray, shape (B, T)
+        The belief mass pruning removed from each member at each step.
+    """
+
+    beliefs: np.ndarray
+    log_evidence: np.ndarray
+    zero_evidence: tuple[np.ndarray, ...]
     elapsed: np.ndarray
     pruned: np.ndarray
 
@@ -82,21 +94,29 @@ def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0, history=True) ->
     -------
     ndarray, shape (horizon + 1, n_states), or (B, horizon + 1, n_states)
         Row ``t`` is ``initial @ T^t`` (without pruning); a batch's is a view of the
-        state-major history (``FilterResult.beliefs``). With ``history=False`` the time
+        state-major history (``FilterBatchResult.beliefs``). With ``history=False`` the time
         axis holds the last step only (length 1).
     """
     if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 0:
         raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
     target = mass_target(prune, "prune")
-    initial = _validate_initial(hmm, initial)
-    rows = np.empty(int(horizon) + 1, dtype=np.int64)
-    rows.fill(-1)  # nothing observed: no likelihoods
-    nothing = np.empty((0, hmm.n_states))
+    initial = read_initial(hmm, initial)
+    rows = np.full(int(horizon) + 1, -1, dtype=np.int64)  # nothing observed: no likelihoods
+    nothing = Evidence(np.empty((0, hmm.n_states)), rows, np.empty(0))
     forward_ = _forward if initial.ndim == 1 else _forward_block
-    return forward_(hmm, initial, nothing, rows, target, _kept(history)).beliefs
+    return forward_(hmm, initial, nothing, target, _kept(history)).beliefs
 
 
-def filtering(hmm: HMM, observations, *, initial=None, prune=1.0, history=True) -> FilterResult:
+def filtering(
+    hmm: HMM,
+    observations=None,
+    *,
+    likelihoods=None,
+    log_likelihoods=None,
+    initial=None,
+    prune=1.0,
+    history=True,
+) -> FilterResult | FilterBatchResult:
     """The forward algorithm: filtered beliefs ``P(S_t | o_0..o_t)`` and the evidence.
 
     Parameters
@@ -104,7 +124,12 @@ def filtering(hmm: HMM, observations, *, initial=None, prune=1.0, history=True) 
     hmm : HMM
         Any matrix format; the step follows ``hmm.transition``'s.
     observations : array_like of int, shape (T,) or (B, T)
-        ``observations[..., t]`` in ``0..n_observations - 1``, or -1 for no observation.
+        ``observations[..., t]`` in ``0..n_observations - 1`` (a symbol of
+        ``hmm.emission``), or -1 for no observation.
+    likelihoods, log_likelihoods : array_like, shape (T, n_states) or (B, T, n_states)
+        Instead of ``observations`` (exactly one of the three): ``P(o_t | S_t = i)`` of
+        each step under any emission model, or its log (``pipeline.inference`` has a
+        Gaussian example); ``hmm.emission`` is not read.
     initial : array_like, shape (n_states,) or (B, n_states), optional
         Distributions of ``S_0``; default ``hmm.prior``. A batch of observation
         sequences or initial distributions (either is broadcast against the
@@ -121,16 +146,15 @@ def filtering(hmm: HMM, observations, *, initial=None, prune=1.0, history=True) 
 
     Returns
     -------
-    FilterResult
+    FilterResult for one sequence, FilterBatchResult for a batch
     """
     target = mass_target(prune, "prune")
-    observations = _validate_observations(observations, hmm.n_observations)
-    initial = _validate_initial(hmm, initial)
+    evidence = read_evidence(hmm, observations, likelihoods, log_likelihoods)
+    initial = read_initial(hmm, initial)
     kept = _kept(history)
-    likelihoods, rows = _likelihoods(hmm.emission, observations)
-    if observations.ndim == 1 and initial.ndim == 1:
-        return _forward(hmm, initial, likelihoods, rows, target, kept)
-    return _forward_block(hmm, initial, likelihoods, rows, target, kept)
+    if evidence.rows.ndim == 1 and initial.ndim == 1:
+        return _forward(hmm, initial, evidence, target, kept)
+    return _forward_block(hmm, initial, evidence, target, kept)
 
 
 def _kept(history) -> int | None:
@@ -163,31 +187,40 @@ class Chunk(NamedTuple):
     pruned: np.ndarray
 
 
-def filtering_chunks(hmm: HMM, observations, *, chunk: int, prune=1.0) -> Iterator[Chunk]:
+def filtering_chunks(
+    hmm: HMM,
+    observations=None,
+    *,
+    chunk: int,
+    likelihoods=None,
+    log_likelihoods=None,
+    prune=1.0,
+) -> Iterator[Chunk]:
     """``filtering`` of one sequence, ``chunk`` steps at a time: the same numbers to the last
     bit as one call, in memory of ``chunk`` beliefs (a history of ``(T, n_states)`` never
     exists). Each chunk continues the recursion from the last belief of the one before.
+    The evidence is given as to ``filtering``.
 
     >>> import numpy as np
     >>> from pipeline.models import build_model
     >>> hmm = build_model("weather", 6)
-    >>> whole = filtering(hmm, [0, -1, 1, 0])
-    >>> parts = [c.beliefs.copy() for c in filtering_chunks(hmm, [0, -1, 1, 0], chunk=3)]
+    >>> whole = filtering(hmm, [0, -1, 1, 1])
+    >>> parts = [c.beliefs.copy() for c in filtering_chunks(hmm, [0, -1, 1, 1], chunk=3)]
     >>> bool((np.concatenate(parts) == whole.beliefs).all())
     True
     """
     if isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
         raise ValueError(f"chunk must be an integer >= 1, got {chunk!r}")
     target = mass_target(prune, "prune")
-    observations = _validate_observations(observations, hmm.n_observations)
-    if observations.ndim != 1:
-        raise ValueError(f"observations must be one sequence (1-D), got shape {observations.shape}")
-    likelihoods, rows = _likelihoods(hmm.emission, observations)
+    evidence = read_evidence(hmm, observations, likelihoods, log_likelihoods)
+    rows = evidence.rows
+    if rows.ndim != 1:
+        raise ValueError(f"the evidence must be of one sequence, got {rows.shape[0]} sequences")
     steps, n = rows.size, hmm.n_states
     size = min(int(chunk), steps)
     buffers = _touched((size, n)), _touched((size, n))
     layout, threads = hmm.transition_layout, forward.step_threads(hmm.transition_layout)
-    previous, log_evidence = hmm.prior, 0.0
+    previous, log_evidence, offsets = hmm.prior, 0.0, 0.0
     for k, start in enumerate(range(0, steps, size)):
         part = rows[start : start + size]
         beliefs = buffers[k % 2][: part.size]  # the other buffer holds the step before
@@ -196,7 +229,7 @@ def filtering_chunks(hmm: HMM, observations, *, chunk: int, prune=1.0) -> Iterat
         log_evidence = forward.forward(
             layout,
             previous,
-            likelihoods,
+            evidence.likelihoods,
             part,
             target,
             beliefs,
@@ -207,11 +240,13 @@ def filtering_chunks(hmm: HMM, observations, *, chunk: int, prune=1.0) -> Iterat
             start > 0,
             log_evidence,
         )
-        yield Chunk(start, beliefs, float(log_evidence), zero, elapsed, pruned)
+        offsets += Evidence(evidence.likelihoods, part, evidence.log_scale).offsets(zero)
+        yield Chunk(start, beliefs, float(log_evidence) + offsets, zero, elapsed, pruned)
         previous = beliefs[-1]
 
 
-def _forward(hmm: HMM, initial, likelihoods, rows, target: float, kept=None) -> FilterResult:
+def _forward(hmm: HMM, initial, evidence: Evidence, target: float, kept=None) -> FilterResult:
+    rows = evidence.rows
     steps, n = rows.size, hmm.n_states
     beliefs = np.empty((min(steps, kept or steps), n))  # pages mapped as the steps write
     elapsed, pruned = np.empty(steps), np.empty(steps)
@@ -219,7 +254,7 @@ def _forward(hmm: HMM, initial, likelihoods, rows, target: float, kept=None) -> 
     log_evidence = forward.forward(
         hmm.transition_layout,
         initial,
-        likelihoods,
+        evidence.likelihoods,
         rows,
         target,
         beliefs,
@@ -230,18 +265,28 @@ def _forward(hmm: HMM, initial, likelihoods, rows, target: float, kept=None) -> 
         False,
         0.0,
     )
+    log_evidence += evidence.offsets(zero)
     zero = np.flatnonzero(zero) if log_evidence == -np.inf else np.empty(0, np.intp)
     if kept:
         beliefs = beliefs[(steps - 1) % beliefs.shape[0]][None]
     return FilterResult(beliefs, float(log_evidence), zero, elapsed, pruned)
 
 
-def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float, kept=None) -> FilterResult:
-    """A batch: the kernels work on state-major blocks (n, B) so a step is one product."""
+def broadcast(hmm: HMM, initial: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A batch's initial distributions (B, n) and rows (B, T), one broadcast against the
+    other: the batch is as large as the larger of the two."""
     size = max(rows.shape[0] if rows.ndim == 2 else 1, initial.shape[0] if initial.ndim == 2 else 1)
     rows = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(rows), (size, rows.shape[-1])))
-    block = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(initial), (size, hmm.n_states)).T)
-    steps = rows.shape[1]
+    return np.broadcast_to(np.atleast_2d(initial), (size, hmm.n_states)), rows
+
+
+def _forward_block(
+    hmm: HMM, initial, evidence: Evidence, target: float, kept=None
+) -> FilterBatchResult:
+    """A batch: the kernels work on state-major blocks (n, B) so a step is one product."""
+    initial, rows = broadcast(hmm, initial, evidence.rows)
+    size, steps = rows.shape
+    block = np.ascontiguousarray(initial.T)
     beliefs = np.empty((min(steps, kept or steps), hmm.n_states, size))  # as in _forward
     elapsed = np.empty(steps)
     zero = np.zeros((size, steps), dtype=bool)
@@ -250,7 +295,7 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float, kept=Non
     forward.forward_block(
         hmm.transition_layout,
         block,
-        likelihoods,
+        evidence.likelihoods,
         rows,
         target,
         beliefs,
@@ -259,9 +304,10 @@ def _forward_block(hmm: HMM, initial, likelihoods, rows, target: float, kept=Non
         pruned,
         log_evidence,
     )
+    log_evidence += Evidence(evidence.likelihoods, rows, evidence.log_scale).offsets(zero)
     if kept:
         beliefs = beliefs[(steps - 1) % beliefs.shape[0]][None]
-    return FilterResult(
+    return FilterBatchResult(
         beliefs.transpose(2, 0, 1),  # a view: copying it would cost more than the steps
         log_evidence,
         tuple(np.flatnonzero(member) for member in zero),
@@ -280,49 +326,3 @@ def _touched(shape: tuple[int, ...]) -> np.ndarray:
     array = np.empty(shape)
     array.reshape(-1)[::PAGE_FLOATS] = 0.0
     return array
-
-
-def _validate_initial(hmm: HMM, initial) -> np.ndarray:
-    if initial is None:
-        return hmm.prior
-    initial = np.ascontiguousarray(initial, dtype=np.float64)
-    if initial.ndim not in (1, 2) or initial.shape[-1] != hmm.n_states or initial.size == 0:
-        raise ValueError(
-            f"initial must have shape ({hmm.n_states},) or (B, {hmm.n_states}), got {initial.shape}"
-        )
-    validate_rows("initial", np.atleast_2d(initial), vector=initial.ndim == 1)
-    return initial
-
-
-def _validate_observations(observations, n_observations: int) -> np.ndarray:
-    observations = np.asarray(observations)
-    if observations.ndim not in (1, 2) or observations.shape[-1] == 0 or observations.size == 0:
-        raise ValueError(
-            f"observations must be a non-empty 1-D or 2-D array, got shape {observations.shape}"
-        )
-    if observations.dtype.kind not in "iu":
-        raise ValueError(f"observations must be integers, got dtype {observations.dtype}")
-    if observations.min() < -1 or observations.max() >= n_observations:
-        bad = (observations < -1) | (observations >= n_observations)
-        where = ", ".join(str(int(i)) for i in np.argwhere(bad)[0])
-        raise ValueError(
-            f"observations[{where}] = {observations[bad][0]}; allowed: -1 (none) or "
-            f"0..{n_observations - 1}"
-        )
-    return np.asarray(observations, dtype=np.int64)
-
-
-def _likelihoods(emission, observations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``P(o | S)`` for each distinct observed symbol, and each step's row into it.
-
-    Returns
-    -------
-    likelihoods : ndarray, shape (k, n_states)
-    rows : ndarray of int, the shape of ``observations``, -1 where nothing was observed
-    """
-    seen = observations >= 0
-    if not seen.any():  # nothing to look up
-        return np.empty((0, emission.shape[0])), np.full(observations.shape, -1, np.int64)
-    observed = np.unique(observations[seen])
-    rows = np.where(seen, np.searchsorted(observed, observations), -1)
-    return np.ascontiguousarray(columns(emission, observed).T), rows

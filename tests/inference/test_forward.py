@@ -1,3 +1,4 @@
+import doctest
 import os
 import subprocess
 import sys
@@ -9,7 +10,8 @@ from hmmlearn.hmm import CategoricalHMM
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.inference import filtering, predict
+from pipeline import inference
+from pipeline.inference import FilterBatchResult, FilterResult, filtering, filtering_chunks, predict
 from pipeline.methods.topp import topp_hmm
 from pipeline.models import HMM, build_model
 from pipeline.operators import toarray
@@ -132,9 +134,11 @@ def test_a_batch_equals_its_members(backend):
     initial = rng.dirichlet(np.ones(30), size=6)
     observations = rng.integers(-1, 5, size=(6, 12))
     batch = filtering(hmm, observations, initial=initial)
+    assert isinstance(batch, FilterBatchResult)
     assert batch.beliefs.shape == (6, 12, 30) and batch.log_evidence.shape == (6,)
     for b in range(6):
         single = filtering(hmm, observations[b], initial=initial[b])
+        assert isinstance(single, FilterResult)
         np.testing.assert_allclose(batch.beliefs[b], single.beliefs, rtol=1e-12, atol=1e-15)
         assert batch.log_evidence[b] == pytest.approx(single.log_evidence, rel=1e-12)
     predicted = predict(hmm, 9, initial=initial)
@@ -261,3 +265,57 @@ def test_fresh_processes_load_the_cached_recursions_of_every_csr_layout(tmp_path
         )
         assert run.returncode == 0, f"{rows}: exit {run.returncode}\n{run.stderr[-2000:]}"
         assert np.isfinite(float(run.stdout))
+
+
+@pytest.mark.parametrize("backend", [lambda h: h, as_sparse], ids=["dense", "sparse"])
+def test_likelihoods_of_the_symbols_filter_as_the_symbols_do(backend):
+    """The emission columns of the observed symbols as per-step likelihoods (ones where
+    nothing was observed) give the same numbers to the last bit, one sequence and a batch,
+    whole and in chunks; their logs the same to rounding."""
+    hmm = backend(random_hmm(4, 20, 6, zeros=0.2))
+    observations = np.random.default_rng(3).integers(-1, 6, size=(3, 15))
+    E = toarray(hmm.emission)
+    likelihoods = np.where(observations[..., None] >= 0, E.T[observations], 1.0)
+    for member in (observations, observations[1]):
+        kind = likelihoods if member.ndim == 2 else likelihoods[1]
+        symbols, given = filtering(hmm, member), filtering(hmm, likelihoods=kind)
+        np.testing.assert_allclose(given.beliefs, symbols.beliefs, rtol=1e-13, atol=1e-16)
+        np.testing.assert_allclose(given.log_evidence, symbols.log_evidence, rtol=1e-13)
+        with np.errstate(divide="ignore"):
+            logged = filtering(hmm, log_likelihoods=np.log(kind))
+        np.testing.assert_allclose(logged.beliefs, symbols.beliefs, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(logged.log_evidence, symbols.log_evidence, rtol=1e-12)
+    whole = filtering(hmm, likelihoods=likelihoods[0])
+    chunks = list(filtering_chunks(hmm, likelihoods=likelihoods[0], chunk=4))
+    assert chunks[-1].log_evidence == whole.log_evidence
+
+
+@pytest.mark.parametrize("tiny", [1e-322, 5e-324])
+def test_tiny_emissions_keep_the_evidence_exact(tiny):
+    """A symbol of probability ``tiny`` in every state, observed at every step: the evidence
+    is ``T log(tiny)`` to 1e-12, never zero evidence, whole and in chunks."""
+    rng = np.random.default_rng(0)
+    E = np.column_stack([np.full(5, tiny), np.full(5, 1.0)])
+    hmm = HMM(np.full(5, 0.2), rng.dirichlet(np.ones(5), size=5), E)
+    observations = np.zeros(2000, dtype=np.int64)
+    expected = 2000 * np.log(tiny)
+    for result in (
+        filtering(hmm, observations),
+        filtering(hmm, likelihoods=np.full((2000, 5), tiny)),
+        filtering(hmm, log_likelihoods=np.full((2000, 5), np.log(tiny))),
+        list(filtering_chunks(hmm, observations, chunk=300))[-1],
+    ):
+        assert result.log_evidence == pytest.approx(expected, rel=1e-12)
+    assert filtering(hmm, observations).zero_evidence.size == 0
+
+
+def test_the_package_docstrings_run():
+    """The examples in ``pipeline.inference`` (the Gaussian one among them) are doctests."""
+    for module in (
+        inference,
+        inference.forward,
+        inference.smoother,
+        inference.sampler,
+    ):
+        failed, tried = doctest.testmod(module, raise_on_error=False)
+        assert tried > 0 and failed == 0, module.__name__

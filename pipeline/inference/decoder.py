@@ -1,0 +1,194 @@
+"""Viterbi decoding: the most probable state path given the observations.
+
+The recursion is the forward one with the sum over predecessors replaced by a maximum
+(``pipeline.operators.max_product``, the compiled step of ``pipeline.kernels.maxproduct``),
+each step divided by its largest entry so it stays finite over any horizon. Ties go to the
+lowest state index: of the most probable paths, the one whose last state is lowest, then
+(given it) whose state before is lowest, and so on back to the first step, each up to the
+rounding of the format's arithmetic.
+
+Back-pointers are kept as the narrowest unsigned integers that hold a state index. When
+every step's pointers would take more than ``POINTER_BYTES``, the horizon is decoded in
+segments of ``ceil(sqrt(T))`` steps: a first pass keeps the scaled maxima before each
+segment (checkpoints), then each segment's pointers are computed again from its
+checkpoint, latest segment first, and its part of the path traced back, in O(n sqrt(T))
+memory for about twice the work.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from pipeline.inference.forward import broadcast
+from pipeline.inference.inputs import (
+    Evidence,
+    is_batch,
+    read_evidence,
+    read_initial,
+    read_segments,
+)
+from pipeline.inference.smoother import checkpoint_steps
+from pipeline.kernels import maxproduct
+from pipeline.models.hmm import HMM
+from pipeline.operators import check_max_product
+
+POINTER_BYTES = 2**28
+"""Viterbi keeps every step's back-pointers while they take at most this many bytes
+(256 MiB); past it, it decodes in segments from checkpoints (``checkpoint``)."""
+
+
+class ViterbiResult(NamedTuple):
+    """The result of ``viterbi`` for one sequence of T steps.
+
+    path : ndarray of int64, shape (T,)
+        ``argmax over s of P(S_0..S_{T-1} = s, o_0..o_{T-1})``, ties to the lowest state
+        index (the module's docstring says how).
+    log_probability : float
+        ``log P(path, o_0..o_{T-1})``, the joint probability of the path and the
+        observations; ``-inf`` when some observation had zero probability.
+    zero_evidence : ndarray of int
+        The steps whose observation no path could emit: they count as unobserved.
+    """
+
+    path: np.ndarray
+    log_probability: float
+    zero_evidence: np.ndarray
+
+
+class ViterbiBatchResult(NamedTuple):
+    """The result of ``viterbi`` for a batch of B sequences of T steps.
+
+    path : ndarray of int64, shape (B, T)
+        Each member's most probable path (``ViterbiResult.path``).
+    log_probability : ndarray, shape (B,)
+        Each member's ``log P(path, o)``.
+    zero_evidence : tuple of B ndarrays of int
+        Each member's steps whose observation no path could emit.
+    """
+
+    path: np.ndarray
+    log_probability: np.ndarray
+    zero_evidence: tuple[np.ndarray, ...]
+
+
+def viterbi(
+    hmm: HMM,
+    observations=None,
+    *,
+    likelihoods=None,
+    log_likelihoods=None,
+    initial=None,
+    checkpoint=None,
+) -> ViterbiResult | ViterbiBatchResult:
+    """The most probable state path and its log probability jointly with the observations.
+
+    Parameters
+    ----------
+    hmm : HMM
+        Dense, CSR and ``SparsePlusRankOne`` transitions step in O(stored entries);
+        ``LowRank`` generates its rows every step and refuses above a size
+        (``pipeline.operators.check_max_product``).
+    observations : array_like of int, shape (T,) or (B, T)
+        Symbols of ``hmm.emission``, or -1 for none (as for ``filtering``).
+    likelihoods, log_likelihoods : array_like, shape (T, n_states) or (B, T, n_states)
+        Instead of ``observations`` (exactly one of the three): each step's
+        ``P(o_t | S_t = i)`` under any emission model, or its log.
+    initial : array_like, shape (n_states,) or (B, n_states), optional
+        Distributions of ``S_0``; default ``hmm.prior``; broadcast against a batch.
+    checkpoint : int >= 1, optional
+        Decode in segments of this many steps from checkpoints (O(n (T / k + k)) memory);
+        default: every step at once while the pointers take at most ``POINTER_BYTES``,
+        else segments of ``ceil(sqrt(T))``. The path is the same either way.
+
+    Returns
+    -------
+    ViterbiResult for one sequence, ViterbiBatchResult for a batch (each member in turn)
+    """
+    check_max_product(hmm.transition)
+    initial = read_initial(hmm, initial)
+    if initial.ndim == 1 and not is_batch(observations, likelihoods, log_likelihoods):
+        steps, segment_of = read_segments(hmm, observations, likelihoods, log_likelihoods)
+        return _decode(hmm, initial, steps, segment_of, checkpoint)
+    evidence = read_evidence(hmm, observations, likelihoods, log_likelihoods)
+    initial, rows = broadcast(hmm, initial, evidence.rows)
+    runs = [
+        _decode(
+            hmm,
+            start,
+            rows.shape[1],
+            _rows_of(Evidence(evidence.likelihoods, member, evidence.log_scale)),
+            checkpoint,
+        )
+        for start, member in zip(initial, rows, strict=True)
+    ]
+    return ViterbiBatchResult(
+        np.stack([run.path for run in runs]),
+        np.array([run.log_probability for run in runs]),
+        tuple(run.zero_evidence for run in runs),
+    )
+
+
+def _rows_of(evidence: Evidence):
+    """``segment(start, stop)`` of one member's rows of a batch's evidence."""
+
+    def segment(start: int, stop: int) -> Evidence:
+        return Evidence(evidence.likelihoods, evidence.rows[start:stop], evidence.log_scale)
+
+    return segment
+
+
+def _segment_steps(steps: int, n: int, width: int, checkpoint) -> int:
+    if checkpoint is None and steps * n * width <= POINTER_BYTES:
+        return steps
+    return checkpoint_steps(steps, checkpoint)
+
+
+def _decode(hmm: HMM, initial: np.ndarray, steps: int, segment_of, checkpoint) -> ViterbiResult:
+    """One sequence of ``steps`` steps whose evidence ``segment_of(start, stop)`` gives."""
+    layout, n = hmm.transition_layout, hmm.n_states
+    pointer = np.min_scalar_type(n - 1)  # the narrowest unsigned type
+    size = _segment_steps(steps, n, pointer.itemsize, checkpoint)
+    starts = list(range(0, steps, size))
+    back = np.zeros((min(size, steps), n), dtype=pointer)
+    delta, zero = np.empty(n), np.zeros(steps, dtype=bool)
+    before = {}  # the scaled maxima of the step before each segment but the first
+    total, offsets = 0.0, 0.0
+    for start in starts:
+        if start:
+            before[start] = delta.copy()
+        stop = min(start + size, steps)
+        evidence = segment_of(start, stop)
+        total = maxproduct.viterbi(
+            layout,
+            initial,
+            evidence.likelihoods,
+            evidence.rows,
+            start == 0,
+            delta,
+            back[: stop - start],
+            zero[start:stop],
+            total,
+        )
+        offsets += evidence.offsets(zero[start:stop])
+    path = np.empty(steps, dtype=np.int64)
+    state = int(np.argmax(delta))  # the first maximum: the lowest state
+    for start in reversed(starts):
+        stop = min(start + size, steps)
+        if stop < steps:  # the last segment's pointers are still in the buffer
+            evidence = segment_of(start, stop)
+            maxproduct.viterbi(
+                layout,
+                initial,
+                evidence.likelihoods,
+                evidence.rows,
+                start == 0,
+                before.get(start, initial).copy(),
+                back[: stop - start],
+                np.zeros(stop - start, dtype=bool),
+                0.0,
+            )
+        state = maxproduct.backtrack(back[: stop - start], state, path[start:stop])
+    log_probability = -np.inf if zero.any() else float(total + offsets)
+    return ViterbiResult(path, log_probability, np.flatnonzero(zero))

@@ -1,0 +1,48 @@
+"""References by enumerating every state path of a tiny HMM (dense arrays), in log space."""
+
+import itertools
+
+import numpy as np
+from scipy.special import logsumexp
+
+
+def symbol_log_likelihoods(E: np.ndarray, observations) -> np.ndarray:
+    """``log P(o_t | S_t)`` (T, n) of symbols of ``E``; 0 (no information) where -1."""
+    with np.errstate(divide="ignore"):
+        logs = np.log(E[:, np.maximum(observations, 0)].T)
+    return np.where(np.asarray(observations)[:, None] >= 0, logs, 0.0)
+
+
+def _paths(prior, T, log_likelihoods):
+    """Every path of T' steps and its ``log P(path, o)``."""
+    steps, n = log_likelihoods.shape
+    with np.errstate(divide="ignore"):
+        log_prior, log_T = np.log(prior), np.log(T)
+    paths = np.array(list(itertools.product(range(n), repeat=steps)))
+    weights = log_prior[paths[:, 0]] + log_likelihoods[np.arange(steps), paths].sum(axis=1)
+    weights += log_T[paths[:, :-1], paths[:, 1:]].sum(axis=1)
+    return paths, weights
+
+
+def smoothing(prior, T, log_likelihoods):
+    """Posteriors (T', n), log evidence and expected transition counts (n, n)."""
+    paths, weights = _paths(prior, T, log_likelihoods)
+    steps, n = log_likelihoods.shape
+    evidence = logsumexp(weights)
+    share = np.exp(weights - evidence)
+    posteriors = np.zeros((steps, n))
+    for t in range(steps):
+        np.add.at(posteriors[t], paths[:, t], share)
+    counts = np.zeros((n, n))
+    for t in range(steps - 1):
+        np.add.at(counts, (paths[:, t], paths[:, t + 1]), share)
+    return posteriors, evidence, counts
+
+
+def viterbi(prior, T, log_likelihoods):
+    """The most probable path, ties to the lowest last state, then the lowest state before
+    it, and so on back (the smallest path read backwards), and its log probability."""
+    paths, weights = _paths(prior, T, log_likelihoods)
+    best = weights.max()
+    tied = paths[weights >= best - 1e-12 * abs(best)]
+    return np.array(min(map(tuple, tied[:, ::-1]))[::-1]), best
