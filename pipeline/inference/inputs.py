@@ -70,11 +70,15 @@ def read_initial(hmm: HMM, initial) -> np.ndarray:
 def read_evidence(hmm: HMM, observations, likelihoods, log_likelihoods) -> Evidence:
     """The evidence from exactly one of the three forms an inference function accepts.
 
-    observations : int array (T,) or (B, T), symbols ``0..n_observations - 1`` of
-        ``hmm.emission``, or -1 for none.
-    likelihoods : float array (T, n_states) or (B, T, n_states), ``P(o_t | S_t = i)`` of
-        each step's observation under any emission model (``hmm.emission`` is not read).
-    log_likelihoods : the same as logs; ``-inf`` for a likelihood of zero.
+    Parameters
+    ----------
+    observations : int array (T,) or (B, T)
+        Symbols ``0..n_observations - 1`` of ``hmm.emission``, or -1 for none.
+    likelihoods : float array (T, n_states) or (B, T, n_states)
+        ``P(o_t | S_t = i)`` of each step's observation under any emission model
+        (``hmm.emission`` is not read).
+    log_likelihoods : float array, as ``likelihoods``
+        The same as logs; ``-inf`` for a likelihood of zero.
     """
     given = [
         name

@@ -76,7 +76,7 @@ class SmoothBatchResult(NamedTuple):
 
 
 class SmoothChunk(NamedTuple):
-    """The posteriors of steps ``start .. start + c - 1`` (``smoothing_chunks``).
+    """The posteriors of steps ``start`` to ``start + c - 1`` (``smoothing_chunks``).
 
     posteriors : ndarray, shape (c, n_states)
         ``posteriors[k] = P(S_{start+k} | o_0..o_{T-1})``; the next chunk reuses the array.

@@ -41,6 +41,8 @@ from pipeline.sweep.taskcount import Tasks
 
 log = logging.getLogger("pipeline.sweep")
 
+RUN_ATTRS = ("start_time", "git_commit", "host", "versions", "config")
+"""What ``runs`` (the store's list of its runs) keeps of each run's provenance."""
 RECOMPUTED = ("lost", "pending")
 """Statuses of a future whose result was lost with its worker and is being computed again."""
 
@@ -214,11 +216,13 @@ def _locked(
         lock.hold_store()
         threads = client.run(blas_threads)
         low, high = min(threads.values()), max(threads.values())
-        results.update_attrs(
-            workers=len(threads),
-            worker_blas_threads=str(low) if low == high else f"{low} to {high}",
-            timing_blas_threads=cfg.timing.blas_threads,
-        )
+        workers = {
+            "workers": len(threads),
+            "worker_blas_threads": str(low) if low == high else f"{low} to {high}",
+            "timing_blas_threads": cfg.timing.blas_threads,
+        }
+        results.update_attrs(**workers)
+        results.add_run({**{k: attrs[k] for k in RUN_ATTRS}, **workers})
         report = (
             performance_report(filename=str(performance_path(store)))
             if cfg.performance_report

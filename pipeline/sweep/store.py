@@ -355,14 +355,13 @@ class ResultStore:
             group[name][...] = dataset[name].values
             log.warning("%s: %s could not be read; rewritten from the grid", path, name)
         store._commit()
-        store.update_attrs(runs=int(group.attrs.get("runs", 1)) + 1)
         return store
 
     @classmethod
     def _create(cls, path: Path, schema: Schema, grid: Grid, attrs: dict) -> ResultStore:
         """A new store: written beside ``path``, fsynced and renamed into place (replacing
         what ``check`` allowed to replace), so no interruption leaves a half-made store."""
-        dataset, encoding = template(schema, grid, {**attrs, "runs": 1})
+        dataset, encoding = template(schema, grid, {**attrs, "runs": []})
         aside = path.with_name(f".{path.name}.{os.getpid()}.creating")
         if aside.exists():
             shutil.rmtree(aside)
@@ -445,6 +444,15 @@ class ResultStore:
         self._entries = {key: sums for key, sums in pending.items() if sums != [None]}
         write_atomically(manifest.files(self.path, self._entries, sorted(touched)))
         self._behind = set()
+
+    def add_run(self, run: dict) -> None:
+        """Append what this run is (its start, config, commit, workers: JSON values) to the
+        store's ``runs`` attribute, the list of every run that wrote it. A store written
+        before the list counted its runs: that count opens the list."""
+        runs = self._group.attrs.get("runs", [])
+        if not isinstance(runs, list):
+            runs = [{"earlier_runs": int(runs)}]
+        self.update_attrs(runs=[*runs, run])
 
     def update_attrs(self, **attrs) -> None:
         """Set Dataset attributes (and refresh the consolidated metadata)."""

@@ -104,7 +104,9 @@ def test_rerun_computes_nothing(smoke, tmp_path):
     assert again.returncode == 0, again.stderr
     assert "0 cells to compute, 144 already done" in again.stderr
     assert "nothing left to do: every cell of" in again.stderr and "cells/s" not in again.stderr
-    assert xr.open_zarr(path).attrs["runs"] == 2
+    runs = xr.open_zarr(path).attrs["runs"]  # each run's provenance, the first's and this
+    assert len(runs) == 2 and runs[0]["start_time"] <= runs[1]["start_time"]
+    assert all({"config", "git_commit", "workers", "versions"} <= set(run) for run in runs)
 
 
 FAILING = """
