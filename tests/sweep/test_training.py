@@ -71,7 +71,6 @@ def _corpus(folder, text, train=8):
             "training.clustering=brown",
             "training.clustering: 'brown' is not allowed; allowed: exchange, random",
         ),
-        ("training.epochs=5", "training.epochs: is the former name of training.max_epochs; set"),
         ("training.patience=0", "training.patience: 0 is not allowed; allowed: integers >= 1"),
         ("training.clip=0", "training.clip: 0.0 is not allowed; allowed: a number > 0 or null"),
         (
