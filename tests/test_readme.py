@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 
+import xarray as xr
+
 from helpers import REPOSITORY, readme_blocks, readme_commands
 
 
@@ -28,12 +30,14 @@ def test_the_readme_is_a_door_not_the_manual():
     assert len((REPOSITORY / "README.md").read_bytes()) <= 8 * 1024
 
 
-def test_the_worked_example_runs_as_written(smoke):
+def test_the_worked_example_runs_as_written(smoke, tmp_path):
     """After the smoke sweep (the session's, run as the README says): its Python block, then
-    every other command but the docs' build, in the sweep's folder."""
+    every other command but the docs' build, in a copy of the sweep's folder (one grows its
+    store)."""
     store, swept = smoke
     assert "bell        20            topp      0.9" in swept.stdout
-    cwd = store.parents[2]
+    cwd = tmp_path / "example"
+    shutil.copytree(store.parents[2], cwd)
     for block in readme_blocks("python"):
         subprocess.run([sys.executable, "-c", block], cwd=cwd, check=True, timeout=120)
     for command in readme_commands():
@@ -42,6 +46,8 @@ def test_the_worked_example_runs_as_written(smoke):
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, (command, done.stderr)
     assert (cwd / "outputs" / "smoke" / "results_report" / "report.md").is_file()
+    grown = xr.open_zarr(cwd / "outputs" / "smoke" / "results.zarr")
+    assert grown.sizes["seed"] == 3 and bool(grown.done.where(grown.in_grid, True).all())
 
 
 def test_the_documentation_builds_as_the_readme_says_with_warnings_as_errors(tmp_path):

@@ -293,6 +293,8 @@ class ResultStore:
             return not (overwrite and damage(path))
         if overwrite:
             return False
+        if not missing and grid.grows(json.loads(stored)):
+            return True
         raise ConfigError(
             "store",
             f"{path} holds a different sweep: "
@@ -317,7 +319,34 @@ class ResultStore:
         with _disk_space(path):
             if not cls.check(path, schema, grid, overwrite=overwrite):
                 return cls._create(path, schema, grid, attrs)
+            if zarr.open_group(path, mode="r").attrs["grid"] != grid.fingerprint():
+                cls._grow(path, schema, grid)
             return cls._resume(path, schema, grid)
+
+    @classmethod
+    def _grow(cls, path: Path, schema: Schema, grid: Grid) -> None:
+        """Make the store at ``path`` the store of ``grid``, which holds every cell of the
+        store's grid and more (``Grid.grows``): every stored value placed at its coordinates
+        in the larger grid, to the last bit, the new cells not done; written aside and
+        renamed into place as a new store is. A damaged store is repaired first, by the
+        command that made it."""
+        damaged = damage(path)
+        if damaged:
+            raise ConfigError(
+                "store",
+                f"{path} is damaged ({_reasons(damaged)}); run the command that made it to "
+                "repair it, then this one to grow it",
+            )
+        old = xr.open_zarr(path, consolidated=False).load()
+        kept = {k: v for k, v in old.attrs.items() if k not in ("grid", "format", "kind")}
+        new, _ = template(schema, grid, kept)
+        for name, variable in schema.variables.items():
+            placed = old[name].reindex(
+                {dim: new[dim].values for dim in variable.dims}, fill_value=_FILL[variable.dtype]
+            )
+            new[name] = placed.astype(new[name].dtype)
+        log.info("%s: grown to the grid of this run, its %d cells kept", path, int(old.done.sum()))
+        cls._create(path, schema, grid, kept, values=new)
 
     @classmethod
     def _resume(cls, path: Path, schema: Schema, grid: Grid) -> ResultStore:
@@ -358,10 +387,15 @@ class ResultStore:
         return store
 
     @classmethod
-    def _create(cls, path: Path, schema: Schema, grid: Grid, attrs: dict) -> ResultStore:
+    def _create(
+        cls, path: Path, schema: Schema, grid: Grid, attrs: dict, values: xr.Dataset | None = None
+    ) -> ResultStore:
         """A new store: written beside ``path``, fsynced and renamed into place (replacing
-        what ``check`` allowed to replace), so no interruption leaves a half-made store."""
-        dataset, encoding = template(schema, grid, {**attrs, "runs": []})
+        what ``check`` allowed to replace), so no interruption leaves a half-made store.
+        ``values``: the Dataset to write instead of the grid's empty one (a grown store)."""
+        dataset, encoding = template(schema, grid, {"runs": [], **attrs})
+        if values is not None:
+            dataset = values
         aside = path.with_name(f".{path.name}.{os.getpid()}.creating")
         if aside.exists():
             shutil.rmtree(aside)

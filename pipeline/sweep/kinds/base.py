@@ -97,6 +97,12 @@ class Grid:
         """``identity()`` as canonical JSON: a store resumes only a grid of the same one."""
         return json.dumps(self.identity(), sort_keys=True)
 
+    def grows(self, stored: dict) -> bool:
+        """Whether this grid holds every cell of the grid whose ``identity()`` a store holds
+        (``stored``), with the same meaning, and more: the store grows to it, its cells kept.
+        A kind whose grids cannot grow keeps this default (no)."""
+        return False
+
     def in_grid(self, dims: tuple[str, ...]) -> np.ndarray:
         """bool over ``dims`` (cell dims): whether any cell lies there."""
         at = [self.DIMS.index(dim) for dim in dims]

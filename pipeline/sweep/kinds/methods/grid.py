@@ -10,6 +10,8 @@ settings, so the grid need not be a full product (``in_grid``).
 
 from __future__ import annotations
 
+import json
+import operator
 import typing
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -86,6 +88,21 @@ def grid_methods(grid) -> dict[str, list]:
     if not isinstance(methods, typing.Mapping) or not methods:
         raise ConfigError("grid.methods", f"{methods!r} is not allowed; allowed: {allowed}")
     return {str(method): settings for method, settings in methods.items()}
+
+
+def _holds(old: list, new: list) -> bool:
+    """Whether every value of ``old`` is in ``new``."""
+    return old is not None and new is not None and all(value in new for value in old)
+
+
+def _each(holds):
+    """Whether every key of the mapping ``old`` is in ``new``, its value ``holds`` there."""
+
+    def each(old: dict | None, new: dict | None) -> bool:
+        old, new = old or {}, new or {}
+        return all(key in new and holds(value, new[key]) for key, value in old.items())
+
+    return each
 
 
 def _contents(families, params: dict) -> dict[str, str]:
@@ -186,6 +203,25 @@ class MethodsGrid(Grid):
             for setting in self.settings[method]
             for mode in self.modes
         ]
+
+    def grows(self, stored: dict) -> bool:
+        """More values along the cell dims (families, sizes, methods, settings, seeds,
+        modes), the settings that make every value (the horizon, the limits, the timing, each
+        family's parameters and contents) unchanged."""
+        new = json.loads(self.fingerprint())
+        growing = {
+            "families": _holds,
+            "seeds": _holds,
+            "modes": _holds,
+            "n_states": _each(_holds),
+            "methods": lambda old, new: _each(_holds)(dict(old), dict(new)),
+            "model": _each(operator.eq),
+            "contents": _each(operator.eq),
+        }
+        return stored != new and all(
+            growing.get(key, operator.eq)(stored.get(key), new.get(key))
+            for key in set(stored) | set(new)
+        )
 
     def identity(self) -> dict:
         return {
