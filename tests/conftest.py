@@ -1,7 +1,12 @@
-"""Hypothesis profiles ('ci', the default, is derandomized so CI runs are repeatable) and the
-session's smoke sweep and its real cluster for sweeps run in this process."""
+"""Hypothesis profiles ('ci', the default, is derandomized so CI runs are repeatable), the
+session's smoke sweep and its real cluster for sweeps run in this process, and the markers:
+``cluster`` (the test kit's Slurm or sshd, ``tests/clusters``) and ``slow`` (a test that
+starts a process: a sweep from the command line, the smoke sweep, a build), so ``pytest -m
+"not slow and not cluster"`` runs the library and the sweeps in this process."""
 
+import inspect
 import os
+import re
 import subprocess
 
 import pytest
@@ -41,3 +46,17 @@ def client():
     )
     with cluster, Client(cluster) as client:
         yield client
+
+
+STARTS_A_PROCESS = re.compile(r"\b(start_sweep|sweep|subprocess\.\w+)\(")
+"""What a test that starts a process calls (``helpers.sweep``, ``subprocess.run``...)."""
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if "clusters" in item.path.parts:
+            item.add_marker(pytest.mark.cluster)
+        function = getattr(item, "function", None)
+        source = inspect.getsource(function) if function is not None else ""
+        if "smoke" in getattr(item, "fixturenames", ()) or STARTS_A_PROCESS.search(source):
+            item.add_marker(pytest.mark.slow)

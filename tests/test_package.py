@@ -12,6 +12,7 @@ import xarray as xr
 from helpers import on_path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # pip builds the package; the installed copy compiles anew
 
 
 @pytest.fixture(scope="module")
