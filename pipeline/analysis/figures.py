@@ -1,8 +1,9 @@
 """Figures of a results Dataset, readable without the report.
 
-One panel per model (``family``, ``n_states``) and one row per mode; lines
-are medians over seeds (and repeats), bands span min to max. Each method has
-a colour map and a marker; its settings take shades of the map. Built on
+One panel per model (``family``, ``n_states``) and mode, wrapped into rows of at most
+``COLUMNS``; lines are medians over seeds (and repeats), bands span min to max. Each
+method has a colour map and a marker, drawn on its lines too; its settings take shades of
+the map. Built on
 matplotlib's object API (no pyplot state, no display needed).
 """
 
@@ -51,24 +52,36 @@ def styles(ds: xr.Dataset) -> dict[tuple[str, float], dict]:
     return out
 
 
+COLUMNS = 4
+"""Panels side by side at most: more wrap into further rows, so a figure stays readable."""
+
+
 def _grid(ds: xr.Dataset, title: str):
-    """A figure with one panel per model (columns) and mode (rows).
+    """A figure with one panel per model and mode, the modes of a model side by side,
+    wrapped into rows of at most ``COLUMNS`` panels.
 
     Returns the figure and its panels as ``(axis, family, n_states, mode)``.
     """
     pairs, modes = models(ds), [str(m) for m in ds["mode"].values]
-    figure = Figure(
-        figsize=(PANEL[0] * len(pairs), PANEL[1] * len(modes) + 0.6), layout="constrained"
-    )
-    axes = figure.subplots(len(modes), len(pairs), squeeze=False)
+    wanted = [(family, n, mode) for family, n in pairs for mode in modes]
+    columns = min(COLUMNS, len(wanted))
+    rows = -(-len(wanted) // columns)
+    figure = Figure(figsize=(PANEL[0] * columns, PANEL[1] * rows + 0.8), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
     figure.suptitle(title)
     panels = []
-    for row, mode in enumerate(modes):
-        for column, (family, n) in enumerate(pairs):
-            axis = axes[row, column]
-            axis.set_title(f"{family}, n={n}: {MODE_TITLES[mode]}", fontsize=10)
-            panels.append((axis, family, n, mode))
+    for axis, (family, n, mode) in zip(axes, wanted, strict=False):
+        axis.set_title(f"{family}, n={n}: {MODE_TITLES[mode]}", fontsize=10)
+        panels.append((axis, family, n, mode))
+    for axis in axes[len(wanted) :]:
+        axis.set_visible(False)
     return figure, panels
+
+
+def _line(style: dict, t: np.ndarray) -> dict:
+    """A method's line: its colour, and its marker at a few steps, so methods of one shade
+    are told apart."""
+    return {"color": style["color"], "marker": style["marker"], "markevery": max(1, len(t) // 6)}
 
 
 def _legend(
@@ -81,7 +94,7 @@ def _legend(
             [],
             [],
             color=style["color"],
-            marker=style["marker"] if markers else None,
+            marker=style["marker"],
             linestyle="" if markers else "-",
             label=label(*variant),
         )
@@ -148,7 +161,7 @@ def runtime_figure(ds: xr.Dataset) -> Figure:
         )
         for (method, setting), style in styles(ds).items():
             one = cell.sel({"method": method, "setting": setting})
-            axis.plot(t, one["runtime_approx"].median("seed"), color=style["color"])
+            axis.plot(t, one["runtime_approx"].median("seed"), **_line(style, t))
             axis.fill_between(
                 t,
                 one["runtime_approx_min"].median("seed"),
@@ -177,7 +190,7 @@ def tv_figure(ds: xr.Dataset) -> Figure:
         for (method, setting), style in styles(ds).items():
             cell = model.sel({"method": method, "setting": setting})
             colour = style["color"]
-            axis.plot(t, cell["tv"].sel(mode=mode).median("seed"), color=colour)
+            axis.plot(t, cell["tv"].sel(mode=mode).median("seed"), **_line(style, t))
             if mode != "predict":  # the bounds of Section 4 are for prediction
                 continue
             certificate = cell["certificate"].sel(mode=mode).median("seed")

@@ -31,7 +31,7 @@ from pipeline.analysis.tables import (
     paper_table,
     payoff_table,
 )
-from pipeline.results.methods import summary, variants
+from pipeline.results.methods import noise_lines, summary, variants
 
 
 def _listed(coordinate: xr.DataArray) -> str:
@@ -248,6 +248,7 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
         "Speedup is the exact runtime over the approximate runtime of the whole horizon,",
         "measured side by side in one task (median of per-repeat ratios). TV is measured at",
         "the last step against exact inference; the bounds of Section 4 hold for prediction.",
+        *noise_lines(ds.isel(t=-1).load()),
         "",
         "## Beside the paper",
         "",

@@ -10,6 +10,7 @@ step. ``summary`` is the table a sweep prints at its end.
 
 from __future__ import annotations
 
+import numpy as np
 import xarray as xr
 
 from pipeline.results.base import (
@@ -262,4 +263,41 @@ def summary(ds: xr.Dataset) -> str:
                 f"{int(done.sum())}/{done.size}",
             ]
         )
-    return text_table(header, rows)
+    return "\n".join([text_table(header, rows), *noise_lines(last)])
+
+
+NOISY = 2.0
+"""A cell whose typical (median) timed repeat took more than this many times its fastest is
+noisy: its speedup says little (the machine was busy with something else meanwhile). The
+slowest repeat is no measure: of thousands of microsecond runs, one meets a pause."""
+
+
+def noise(last: xr.Dataset) -> tuple[float, float, int, int]:
+    """How far apart a run's timed repeats were at the last step ``last``: per timed cell,
+    its median repeat over its fastest (the larger of exact's and approximate's); their
+    median and maximum, how many cells are noisy (``NOISY``) and how many were timed."""
+    done = last["done"] & np.isfinite(last["speedup"])
+    spread = np.maximum(
+        last["runtime_exact"] / last["runtime_exact_min"],
+        last["runtime_approx"] / last["runtime_approx_min"],
+    ).where(done)
+    timed = int(done.sum())
+    if not timed:
+        return float("nan"), float("nan"), 0, 0
+    noisy = int((spread > NOISY).sum())
+    return float(spread.median()), float(spread.max()), noisy, timed
+
+
+def noise_lines(last: xr.Dataset) -> list[str]:
+    """What the speedups above are worth: nothing for a run that timed nothing, else how far
+    apart its repeats were and how many cells' repeats differ more than ``NOISY`` times."""
+    median, most, noisy, timed = noise(last)
+    if not timed:
+        return []
+    return [
+        f"speedups are ratios of runs made moments apart: compare them within this run only. "
+        f"A cell's typical repeat took {median:.2f}x its fastest (median over cells; at most "
+        f"{most:.1f}x); "
+        f"{noisy} of {timed} timed cells more than {NOISY:g}x, their speedup rough "
+        "(something else ran meanwhile)."
+    ]
