@@ -80,7 +80,7 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Fai
         progress = Progress(
             grid.n_cells(), store.n_done, interval=cfg.progress_seconds, tasks=tasks
         )
-        futures = kind.submit(client, grid, cells, cfg=cfg, store=store.path)
+        futures = kind.submit(client, grid, cells, store=store.path)
         _gather(client, futures, store, progress, failed, cfg)
     return failed
 
@@ -155,7 +155,7 @@ def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, G
         check_bounds(kind.SCHEMA, grid, max_cells=cfg.max_cells)
         if own_cluster:
             stage(f"estimating the memory of {grid.n_cells():,} cells")
-            _check_memory(kind, cfg, grid, worker_memory(cfg.cluster))
+            _check_memory(kind, grid, worker_memory(cfg.cluster))
         verify = getattr(kind, "verify", None)
         if verify is not None:  # optional: read what the cells will read (a model file)
             stage("checking every model, reading its files")
@@ -170,12 +170,12 @@ def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, G
     return kind, grid
 
 
-def _check_memory(kind: SweepKind, cfg, grid: Grid, limit: int | None) -> None:
+def _check_memory(kind: SweepKind, grid: Grid, limit: int | None) -> None:
     """A kind that estimates its cells' memory (``check_memory``, optional) refuses a grid
     with a cell that cannot fit a worker's ``limit`` (None: not known yet)."""
     check = getattr(kind, "check_memory", None)
     if check is not None and limit:
-        check(cfg, grid, limit)
+        check(grid, limit)
 
 
 def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
@@ -208,7 +208,7 @@ def _locked(
     )
     with started as client:
         if not known:  # the workers' memory was not known before they ran
-            _check_memory(kind, cfg, grid, running_worker_memory(client))
+            _check_memory(kind, grid, running_worker_memory(client))
         log.info("Dask scheduler: %s", client.scheduler.address)
         log.info("Dask dashboard: %s", dashboard_link(client, cfg.cluster))
         attrs = {"config": public_config(cfg), "start_time": now(), **provenance()}

@@ -55,7 +55,7 @@ def test_a_large_cells_tasks_reserve_their_estimate_of_a_workers_declared_memory
     grid = kind.grid(cfg)
     with connect(cfg.cluster) as client:
         assert memory_resource(client) == worker_memory(cfg.cluster) == 3 * 2**30
-        futures = kind.submit(client, grid, grid.cells(), cfg=cfg, store=None)
+        futures = kind.submit(client, grid, grid.cells(), store=None)
         keys = [future.key for future in futures]
         for _ in range(100):  # until the scheduler has the graph (it comes on another comm)
             restrictions = client.run_on_scheduler(

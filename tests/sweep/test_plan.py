@@ -221,6 +221,6 @@ def test_a_cell_returns_every_variable_of_the_schema_by_name():
     cfg = composed("grid.families=[bell]", "grid.n_states=[20]", "grid.seeds=[0]")
     grid = MethodsGrid.from_config(cfg)
     ((spec, cells),) = plan.by_model(grid, grid.cells())
-    results = plan.run_model(spec, cells, plan_settings(grid, cfg))
+    results = plan.run_model(spec, cells, plan_settings(grid))
     status = set(status_variables(()))
     assert all(set(result) == set(VARIABLES) - status for result in results)

@@ -122,14 +122,17 @@ class SweepKind(Protocol):
       the methods sweep of ``grid``);
     - ``validate(cfg)``: raise ``ConfigError`` naming the first invalid key of its section;
     - ``grid(cfg)``: the ``Grid`` of a validated config;
-    - ``submit(client, grid, cells, *, cfg, store)``: send ``cells`` to the Dask ``client``;
+    - ``submit(client, grid, cells, *, store)``: send ``cells`` to the Dask ``client``;
       return each future with the cells its result holds: one cell's results (a mapping of
       the schema's variable names to values), or a list of them in order;
       ``store`` is the store's path (a kind may save files beside it);
     - ``summary(ds)``: the table the sweep prints at its end;
     - optionally ``verify(grid)``: raise ``ConfigError`` unless what the cells will read (a
-      model file) is valid, once, before any cluster starts, and ``check_memory(cfg, grid,
+      model file) is valid, once, before any cluster starts, and ``check_memory(grid,
       limit)``: raise ``ConfigError`` for a cell that cannot fit a worker of ``limit`` bytes.
+
+    The config reaches a kind at ``validate`` and ``grid`` only: its ``Grid`` (frozen) holds
+    everything the kind's tasks need, normalised there.
     """
 
     SCHEMA: Schema
@@ -139,7 +142,7 @@ class SweepKind(Protocol):
 
     def grid(self, cfg) -> Grid: ...
 
-    def submit(self, client, grid: Grid, cells: list, *, cfg, store: Path) -> dict: ...
+    def submit(self, client, grid: Grid, cells: list, *, store: Path) -> dict: ...
 
     def summary(self, ds: xr.Dataset) -> str: ...
 

@@ -329,7 +329,7 @@ def coupled_cell(cell: CoupledCell, domains: dict, settings: dict) -> dict[str, 
 
 
 def submit(
-    client: Client, grid: CoupledGrid, cells: list[CoupledCell], *, cfg, store: Path
+    client: Client, grid: CoupledGrid, cells: list[CoupledCell], *, store: Path
 ) -> dict[Future, list[CoupledCell]]:
     """One task per cell; the future of each and the cells it computes."""
     return submit_each(

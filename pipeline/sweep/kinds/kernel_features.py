@@ -146,7 +146,7 @@ def features_cell(
 
 
 def submit(
-    client: Client, grid: FeaturesGrid, cells: list[FeaturesCell], *, cfg, store: Path
+    client: Client, grid: FeaturesGrid, cells: list[FeaturesCell], *, store: Path
 ) -> dict[Future, list[FeaturesCell]]:
     """One task per cell; the future of each and the cells it computes."""
     return submit_each(

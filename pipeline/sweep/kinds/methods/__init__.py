@@ -22,7 +22,7 @@ from pipeline.results import methods as results
 from pipeline.sweep.cluster import MEMORY, memory_resource
 from pipeline.sweep.config import ConfigError, check_list
 from pipeline.sweep.config.schema import MODES
-from pipeline.sweep.kinds.methods import memory, plan, tasks
+from pipeline.sweep.kinds.methods import memory, plan
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid, family_sizes, grid_methods
 
 SCHEMA = results.SCHEMA
@@ -126,7 +126,7 @@ def verify(grid: MethodsGrid) -> None:
                 raise ConfigError(f"model.{family}", str(error)) from None
 
 
-def check_memory(cfg, grid: MethodsGrid, limit: int) -> None:
+def check_memory(grid: MethodsGrid, limit: int) -> None:
     """Raise ``ConfigError`` naming the largest cell whose estimated memory
     (``memory.estimate``) passes ``limit``, a worker's, and what to do."""
     variants = [(m, s) for m in grid.methods for s in grid.settings[m]]
@@ -165,26 +165,19 @@ def _gib(size: float) -> str:
     return f"{gib:,.0f}" if gib >= 100 else f"{gib:.1f}"
 
 
-def plan_settings(grid: MethodsGrid, cfg) -> plan.Settings:
-    """What every model's plan shares, from the grid and the config."""
-    timing = cfg.timing
+def plan_settings(grid: MethodsGrid) -> plan.Settings:
+    """What every model's plan shares, from the grid."""
     return plan.Settings(
         horizon=grid.horizon,
         observe_every=grid.observe_every,
-        timing=tasks.Timing(
-            repeats=timing.repeats,
-            min_seconds=timing.min_seconds,
-            max_repeats=timing.max_repeats,
-            threads=timing.blas_threads,
-            enabled=grid.timed,
-        ),
+        timing=grid.timing,
         gamma_exact_max_states=grid.gamma_exact_max_states,
         exact_max_states=grid.exact_max_states,
     )
 
 
 def submit(
-    client: Client, grid: MethodsGrid, cells: list[Cell], *, cfg, store: Path
+    client: Client, grid: MethodsGrid, cells: list[Cell], *, store: Path
 ) -> dict[Future, list[Cell]]:
     """Every model's plan (``plan.submit``): a future's result is one cell's, or a fused
     model's list of them. Where the workers declare their memory (``cluster.MEMORY``: the
@@ -208,7 +201,7 @@ def submit(
         client,
         grid,
         cells,
-        settings=plan_settings(grid, cfg),
-        fuse_states=cfg.fuse_states,
+        settings=plan_settings(grid),
+        fuse_states=grid.fuse_states,
         reserve=reserve,
     )

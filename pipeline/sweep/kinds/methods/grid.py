@@ -22,6 +22,7 @@ from pipeline.methods import METHODS
 from pipeline.models import ParameterError, fixed_size, model_fingerprint
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import Grid
+from pipeline.sweep.kinds.methods.tasks import Timing
 
 
 class Cell(NamedTuple):
@@ -143,8 +144,10 @@ class MethodsGrid(Grid):
     """Models with more states get no exact reference (``exact_max_states``)."""
     gamma_exact_max_states: int
     """gamma is exact up to this many states, else the Doeblin lower bound."""
-    timed: bool
-    """Whether cells store runtimes (``timing.enabled``)."""
+    timing: Timing
+    """How cells time their runs (``timing.*``); only whether they do is in the identity."""
+    fuse_states: int
+    """Models with at most this many states run all their cells in one task."""
 
     Cell = Cell
 
@@ -166,7 +169,14 @@ class MethodsGrid(Grid):
             contents=_contents(grid.families, params),
             exact_max_states=cfg.exact_max_states,
             gamma_exact_max_states=int(cfg.gamma_exact_max_states),
-            timed=bool(cfg.timing.enabled),
+            timing=Timing(
+                repeats=cfg.timing.repeats,
+                min_seconds=cfg.timing.min_seconds,
+                max_repeats=cfg.timing.max_repeats,
+                threads=cfg.timing.blas_threads,
+                enabled=bool(cfg.timing.enabled),
+            ),
+            fuse_states=int(cfg.fuse_states),
         )
 
     @property
@@ -236,5 +246,5 @@ class MethodsGrid(Grid):
             "model": self.params,
             "exact_max_states": self.exact_max_states,
             "gamma_exact_max_states": self.gamma_exact_max_states,
-            "timing.enabled": self.timed,
+            "timing.enabled": self.timing.enabled,
         } | ({"contents": self.contents} if self.contents else {})

@@ -185,7 +185,7 @@ def models_folder(store: Path) -> Path:
 
 
 def submit(
-    client: Client, grid: TrainingGrid, cells: list[TrainingCell], *, cfg, store: Path
+    client: Client, grid: TrainingGrid, cells: list[TrainingCell], *, store: Path
 ) -> dict[Future, list[TrainingCell]]:
     """One task per cell, a grown cell's after its parent's (``training.grow``); the future
     of each and the cells it computes."""
