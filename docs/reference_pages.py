@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.results import SCHEMAS
+from pipeline.results.kinds import BUILTIN
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.config.reference import Key, experiments, keys
-from pipeline.sweep.config.schema import CONFIG_DIR, SweepConfig
+from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
 
 
 def _cell(text: str) -> str:
@@ -43,7 +43,7 @@ def config_page() -> str:
         f"| `experiment={e.name}` | {_cell(e.summary)} |"
         for e in experiments([CONFIG_DIR / "experiment"])
     ]
-    lines += ["", "## Sweep keys", "", *_table(keys(SweepConfig))]
+    lines += ["", "## Sweep keys", "", *_table(keys(sweep_config()))]
     lines += [
         "",
         "## Cluster keys",
@@ -68,7 +68,8 @@ def results_page() -> str:
         "dims, units and meaning, and, where a finished cell may hold NaN, why (the variable's",
         "`missing` attribute). Open a store with `xr.open_zarr(path)`.",
     ]
-    for name, schema in SCHEMAS.items():
+    for name, kind in BUILTIN.items():
+        schema = kind.schema
         lines += [
             "",
             f"## {name}",

@@ -105,6 +105,12 @@ class Registry(Mapping):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def names(self) -> list[str]:
+        """Every name registered, built-ins then plug-ins by name, importing no plug-in (a
+        broken one is listed: using it says what is wrong)."""
+        plugins = sorted(self._discover())
+        return [name for name in self._builtins if name not in self._problems] + plugins
+
     def origin(self, name: str) -> str | None:
         """The package and version that registers ``name`` (``mypkg 0.1``); None for a
         built-in (whose version is this package's)."""

@@ -4,6 +4,7 @@ found by ``importlib.metadata`` as an installed package's would be, and the exam
 environment is never changed."""
 
 import importlib.metadata
+import json
 import shutil
 import subprocess
 import sys
@@ -159,6 +160,7 @@ def test_the_example_plugins_and_a_saved_model_are_swept_and_reported(example, t
         "cluster.n_workers=1",
         "grid.families=[ring,file]",
         "grid.n_states={ring:[12]}",
+        "model.ring.reach=2",
         f"model.file.path={saved}",
         "grid.methods={topp:[0.9],threshold:[0.1]}",
         "grid.seeds=[0]",
@@ -168,7 +170,9 @@ def test_the_example_plugins_and_a_saved_model_are_swept_and_reported(example, t
     ]
     result = sweep(*overrides, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
+    assert "broken" not in result.stderr  # a plug-in family is imported only when used
     ds = xr.open_zarr(tmp_path / "mine.zarr").load()
+    assert json.loads(ds.attrs["grid"])["model"]["ring"] == {"noise": 0.05, "reach": 2}
     assert ds.family.values.tolist() == ["ring", "file"]
     assert ds.n_states.values.tolist() == [6, 12] and ds.method.values.tolist() == [
         "topp",
@@ -205,6 +209,11 @@ def test_the_example_plugins_and_a_saved_model_are_swept_and_reported(example, t
             "takes the name of the built-in method 'topk'; rename the entry point",
         ),
         (
+            "model.ring.nope=1",
+            "error: model.ring.nope: unknown parameter 'nope' for model family 'ring'; "
+            "allowed: reach, noise",
+        ),
+        (
             "grid.n_states={ring:[12],file:[7]}",
             f"error: grid.n_states.file: '{saved}' holds an HMM of 6 states, not n_states=7",
         ),
@@ -227,3 +236,53 @@ def test_the_file_experiment_takes_its_size_from_the_file(tmp_path):
         ConfigError, match=r"^grid.n_states: '.*mine.npz' holds an HMM of 30 states"
     ):
         validate(composed("experiment=file", f"model.file.path={saved}", "grid.n_states=[20]"))
+
+
+def test_a_plugin_sweep_kind_is_swept_resumed_and_reported(example, tmp_path):
+    """The example's ``ring_mixing`` kind, a sweep of its own: its store holds what its schema
+    names, checked against the matrix powers and the definition of gamma; run again it
+    resumes; ``pipeline.analyze`` writes its report; its settings are checked like ours."""
+    env = on_path(example)
+    overrides = [
+        "kind=ring_mixing", "ring_mixing.n_states=[6,8]", "ring_mixing.reaches=[1,2]",
+        "ring_mixing.horizon=5", "cluster.n_workers=1", "cluster.dashboard_address=:0",
+        "store=mixing.zarr",
+    ]  # fmt: skip
+    first = sweep(*overrides, cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    ds = xr.open_zarr(tmp_path / "mixing.zarr").load()
+    assert ds.attrs["kind"] == "ring_mixing" and bool(ds.done.all())
+    sys.path.insert(0, str(example))
+    try:
+        from ringhmm import family  # the example, as installed
+    finally:
+        sys.path.remove(str(example))
+    for n in (6, 8):
+        for reach in (1, 2):
+            T = family.build(n, reach=reach).transition
+            overlap = np.minimum(T[:, None, :], T[None, :, :]).sum(-1)  # sum_k min(T_ik, T_jk)
+            gamma = float(ds.gamma.sel(n_states=n, reach=reach))
+            assert gamma == pytest.approx(overlap.min(), abs=1e-12)
+            powers = [np.linalg.matrix_power(T, t) for t in range(6)]
+            tv = [0.5 * np.abs(P[0] - P[n // 2]).sum() for P in powers]
+            stored = ds.tv.sel(n_states=n, reach=reach).values
+            np.testing.assert_allclose(stored, tv, atol=1e-12)
+            assert np.all(stored <= (1 - gamma) ** np.arange(6) + 1e-12)
+
+    again = sweep(*overrides, cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "0 cells to compute, 4 already done" in again.stderr
+
+    analyzed = subprocess.run(
+        [sys.executable, "-m", "pipeline.analyze", "mixing.zarr"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert analyzed.returncode == 0, analyzed.stderr
+    report = (tmp_path / "mixing_report" / "report.md").read_text()
+    assert "# Ring mixing" in report and (tmp_path / "mixing_report" / "tv.png").stat().st_size
+
+    refused = sweep(*overrides, "training.max_epochs=3", cwd=tmp_path, env=env)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "error: training.max_epochs: is a key of kind=training, which this config does not "
+        "choose; allowed: kind=training (or an experiment of that kind) with it"
+    )

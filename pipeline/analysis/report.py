@@ -6,9 +6,9 @@ from pathlib import Path
 
 import xarray as xr
 
-from pipeline.analysis import coupled, kernel_features, methods, training
 from pipeline.analysis.figures import Analysis
 from pipeline.results import (
+    KINDS,
     StoreError,
     damage,
     damage_line,
@@ -19,14 +19,6 @@ from pipeline.results import (
 )
 from pipeline.results.base import text_table
 from pipeline.results.paths import Chunk, chunks
-
-REPORTS = {
-    "methods": methods.analyze,
-    "training": training.analyze,
-    "coupled": coupled.analyze,
-    "kernel_features": kernel_features.analyze,
-}
-"""Sweep kind (a store's ``kind`` attribute) -> the function that writes its report."""
 
 
 def default_output(store: Path) -> Path:
@@ -64,7 +56,8 @@ def analyze(results, out=None) -> Analysis:
         ds = open_results(store)
     out = Path(out) if out is not None else default_output(store)
     out.mkdir(parents=True, exist_ok=True)
-    return REPORTS[kind_of(ds.attrs)](ds.load(), store or out, out)
+    write = KINDS.lookup(kind_of(ds.attrs)).load("report")
+    return write(ds.load(), store or out, out)
 
 
 METADATA = "zarr.json"

@@ -9,10 +9,12 @@ table the sweep prints:
 - ``methods``: approximation methods against exact inference (``python -m pipeline.sweep``);
 - ``training``: HMM language models trained over sizes and transition parameterisations;
 - ``coupled``: structured mean field and chain-wise Viterbi in weakly coupled HMMs;
-- ``kernel_features``: random feature maps against the softmax they approximate.
+- ``kernel_features``: random feature maps against the softmax they approximate;
 
->>> from pipeline.results import SCHEMAS
->>> SCHEMAS["methods"].variables["tv"].long_name
+and those installed packages add: ``KINDS`` maps every name to its ``Kind``.
+
+>>> from pipeline.results import schema
+>>> schema("methods").variables["tv"].long_name
 'total variation TV(P_t, Q_t) between exact and approximate beliefs'
 """
 
@@ -30,7 +32,7 @@ from pipeline.results.base import (
     kind_of,
     status_variables,
 )
-from pipeline.results.kinds import SCHEMAS
+from pipeline.results.kinds import KINDS, Kind, schema
 from pipeline.results.paths import Found, damage, damage_line, found, require_results
 
 
@@ -43,10 +45,13 @@ def open_results(path) -> xr.Dataset:
     """
     path = Path(path)
     attrs = require_results(path)
-    if kind_of(attrs) not in SCHEMAS:
+    try:
+        schema(kind_of(attrs))
+    except ValueError:
         raise StoreError(
-            f"{path} holds a {kind_of(attrs)!r} sweep; this pipeline reads {', '.join(SCHEMAS)}"
-        )
+            f"{path} holds a {kind_of(attrs)!r} sweep; this pipeline reads "
+            f"{', '.join(KINDS.names())}"
+        ) from None
     ds = xr.open_zarr(path)
     ds.encoding["source"] = str(path)
     return ds
@@ -54,8 +59,9 @@ def open_results(path) -> xr.Dataset:
 
 __all__ = [
     "FORMAT",
-    "SCHEMAS",
+    "KINDS",
     "Found",
+    "Kind",
     "Schema",
     "StoreError",
     "Variable",
@@ -65,5 +71,6 @@ __all__ = [
     "kind_of",
     "open_results",
     "require_results",
+    "schema",
     "status_variables",
 ]

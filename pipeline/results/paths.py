@@ -23,7 +23,7 @@ import zarr
 from pipeline.results import manifest
 from pipeline.results.base import FORMAT, StoreError
 from pipeline.results.durable import is_temporary
-from pipeline.results.kinds import KNOWN_NAMES
+from pipeline.results.kinds import known_names
 from pipeline.results.manifest import MANIFEST
 
 
@@ -75,7 +75,7 @@ def found(path) -> Found:
     names = {entry.name for entry in path.iterdir() if not is_temporary(entry.name)}
     if not names:
         return Found.EMPTY
-    ours = names <= KNOWN_NAMES
+    ours = names <= known_names()
     if "zarr.json" not in names:
         return Found.HALF_MADE if ours else Found.FOLDER
     attrs = _attributes(path)

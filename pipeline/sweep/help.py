@@ -3,9 +3,11 @@ and the experiments, with every key's meaning read from the schema (``config.ref
 
 from __future__ import annotations
 
+import textwrap
+
 from pipeline.sweep.config.compose import user_configs
 from pipeline.sweep.config.reference import experiments, keys
-from pipeline.sweep.config.schema import CONFIG_DIR, SweepConfig
+from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
 
 MOST_USED = (
     "grid.families",
@@ -33,10 +35,23 @@ def _one_line(text: str, width: int) -> str:
     return sentence if len(sentence) <= width else sentence[: width - 3].rsplit(" ", 1)[0] + "..."
 
 
+def _kind_lines(width: int) -> list[str]:
+    """``kind=NAME``: every installed kind, wrapped under the key."""
+    from pipeline.sweep.kinds import installed  # the kinds' modules import the config
+
+    names = ", ".join(
+        f"{name} ({kind.SECTION}.*)" if kind.SECTION else f"{name} (grid.*, the default)"
+        for name, kind in installed().items()
+    )
+    text = f"the kind of sweep, each reading its own keys: {names}"
+    return textwrap.wrap(text, width - 2, initial_indent=f"  {'kind=NAME':16} ",
+                         subsequent_indent=" " * 19)  # fmt: skip
+
+
 def text(width: int = 100) -> str:
     """The help: what the command does, the most used keys (one line each), three examples,
     the experiments, and where to read the rest."""
-    meanings = {key.name: key for key in keys(SweepConfig)}
+    meanings = {key.name: key for key in keys(sweep_config())}
     lines = [
         "usage: python -m pipeline.sweep [experiment=NAME] [key=value ...]",
         "",
@@ -54,6 +69,7 @@ def text(width: int = 100) -> str:
         "  cluster=NAME     where the work runs: an entry of dask_cluster.yaml (local, machine,",
         "                   address, slurm, pbs, ssh; a dask_cluster.yaml here replaces the",
         "                   shipped one)",
+        *_kind_lines(width),
         "",
         "Examples:",
         EXAMPLES,

@@ -38,7 +38,6 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import MemoryStore
 
 from pipeline.results import FORMAT, Found, Schema, Variable, damage, found, manifest
-from pipeline.results.base import DEFAULT_KIND
 from pipeline.results.durable import (
     DurableStore,
     is_temporary,
@@ -81,7 +80,7 @@ def template(schema: Schema, grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]
     """The empty Dataset of a sweep of ``schema``'s kind over ``grid``, and its encoding:
     every variable over ``grid.coords()``, ``in_grid`` where the schema has it, each
     coordinate's ``long_name``, and the attributes ``grid`` (the fingerprint), ``format``
-    and ``kind`` (none for the default kind, whose stores never had one)."""
+    and ``kind`` (read as the default kind where a store from before has none)."""
     coords = grid.coords()
     data_vars, encoding = empty_variables(schema.variables, coords)
     if schema.in_grid_dims:
@@ -90,11 +89,10 @@ def template(schema: Schema, grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]
             grid.in_grid(schema.in_grid_dims),
             {"units": "1", "long_name": schema.in_grid_name},
         )
-    kind = {} if schema.name == DEFAULT_KIND else {"kind": schema.name}
     dataset = xr.Dataset(
         data_vars,
         coords=coords,
-        attrs={**attrs, "grid": grid.fingerprint(), "format": FORMAT} | kind,
+        attrs={**attrs, "grid": grid.fingerprint(), "format": FORMAT, "kind": schema.name},
     )
     for name, text in {**schema.coordinates, **grid.long_names()}.items():
         dataset[name].attrs.update(units="1", long_name=text)

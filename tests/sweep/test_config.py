@@ -165,6 +165,15 @@ BAD = {
         ["cluster=address", "cluster.address=tls://127.0.0.1:8786"],
         "cluster.address: tls://127.0.0.1:8786 needs cluster.security.ca_file and cert",
     ),
+    "unknown_kind": (
+        ["kind=nope"],
+        "kind=nope: no such kind; allowed: coupled, kernel_features, methods, training",
+    ),
+    "a_key_of_a_kind_not_chosen": (
+        ["training.max_epochs=3"],
+        "training.max_epochs: is a key of kind=training, which this config does not choose; "
+        "allowed: kind=training (or an experiment of that kind) with it",
+    ),
 }
 
 
@@ -192,6 +201,12 @@ def test_bad_configuration(case):
 def test_good_configurations_pass():
     assert first_error() is None
     assert first_error("grid.methods={topp:[0.9],topk:[1,20],topp_states:[0.999]}") is None
+
+
+def test_choosing_a_kind_sets_its_section_to_its_defaults_before_the_overrides():
+    cfg = composed("kind=training", "training.max_epochs=3")
+    assert cfg.kind == "training" and cfg.training.max_epochs == 3 and cfg.coupled is None
+    assert cfg.training.patience is None and cfg.training.lr_patience == 1  # the defaults
 
 
 def test_an_override_of_the_methods_replaces_the_experiments():

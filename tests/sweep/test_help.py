@@ -7,7 +7,7 @@ import pytest
 
 from pipeline import __version__
 from pipeline.sweep.config.reference import keys
-from pipeline.sweep.config.schema import CONFIG_DIR, SweepConfig
+from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
 from pipeline.sweep.help import MOST_USED
 from pipeline.sweep.main import main
 
@@ -33,7 +33,7 @@ def test_help_starts_with_what_the_command_does_and_lists_every_experiment(capsy
 
 
 def test_every_key_of_the_schema_has_a_meaning_where_help_reads_it():
-    found = {key.name: key for key in keys(SweepConfig)}
+    found = {key.name: key for key in keys(sweep_config())}
     assert {"grid.horizon", "timing.enabled", "max_cells", "store"} <= set(found)
     assert all(found[name].meaning for name in MOST_USED)
 

@@ -10,7 +10,7 @@
 """
 
 from pipeline.sweep.config.compose import OverrideError, compose, register, replaceable
-from pipeline.sweep.config.schema import CONFIG_DIR, SweepConfig
+from pipeline.sweep.config.schema import CONFIG_DIR, SweepConfig, sweep_config
 from pipeline.sweep.config.validation import ConfigError, check_list, check_writable
 
 __all__ = [
@@ -23,4 +23,5 @@ __all__ = [
     "compose",
     "register",
     "replaceable",
+    "sweep_config",
 ]

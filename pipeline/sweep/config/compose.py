@@ -14,8 +14,10 @@ from hydra.errors import HydraException, MissingConfigException, OverrideParseEx
 from omegaconf import DictConfig, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+from pipeline.models import BUILTIN as BUILTIN_FAMILIES
+from pipeline.models import FAMILIES
 from pipeline.sweep.config.clusters import load_clusters
-from pipeline.sweep.config.schema import CONFIG_DIR, SweepConfig
+from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
 from pipeline.sweep.config.validation import ConfigError
 
 VERSION_BASE = "1.3"
@@ -33,9 +35,18 @@ class OverrideError(ConfigError):
 
 
 def register(clusters: dict[str, object] | None = None) -> None:
-    """Store the schema and every cluster definition in Hydra's ConfigStore."""
+    """Store the schema, every sweep kind and every cluster definition in Hydra's ConfigStore.
+
+    ``kind`` is a config group: ``kind=training`` sets the key and the kind's section to its
+    defaults (OmegaConf cannot set keys inside a section that is null), so
+    ``training.max_epochs=3`` applies to it."""
+    from pipeline.sweep.kinds import installed  # the kinds' modules import the config
+
     store = ConfigStore.instance()
-    store.store(name="sweep_schema", node=SweepConfig)
+    store.store(name="sweep_schema", node=sweep_config())
+    for name, kind in installed().items():
+        node = {"kind": name, **({kind.SECTION: {}} if kind.SECTION else {})}
+        store.store(group="kind", name=name, node=node, package="_global_")
     for name, node in (clusters if clusters is not None else load_clusters()).items():
         store.store(group="cluster", name=name, node=node)
 
@@ -56,17 +67,22 @@ def replaceable(overrides: list[str]) -> list[str]:
     """Overrides as Hydra takes them: mappings that replace, and the user's config folders on
     Hydra's search path (``user_configs``).
 
-    Hydra merges an override into the node it replaces: ``grid.methods={topk: [5]}``
+    A plug-in family's parameters (``model.ring.reach=5``) are added to its section, which
+    holds only what is set (``schema.model_config``: the plug-in is not imported to list
+    them). Hydra merges an override into the node it replaces: ``grid.methods={topk: [5]}``
     would add top-k to the experiment's methods, and OmegaConf cannot merge a
     mapping into a list (``grid.n_states``). Setting the node to null first
     replaces it.
     """
     keys = {override.partition("=")[0] for override in overrides}
+    plugins = {f"model.{family}" for family in FAMILIES.names() if family not in BUILTIN_FAMILIES}
     out = []
     for override in overrides:
         key, _, value = override.partition("=")
         if value != "null" and key in REPLACED:
             out.append(f"{key}=null")
+        if key.rpartition(".")[0] in plugins:  # a plug-in's parameter: added, or replaced
+            override = f"++{override}"
         out.append(override)
     folders = user_configs()
     if folders and "hydra.searchpath" not in keys:
@@ -105,6 +121,24 @@ def _composition_error(error: Exception) -> str:
     return " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
 
 
+def _null_section(overrides: list[str]) -> str | None:
+    """The override that sets a key in the section of a kind the config did not choose
+    (that section is null), as one line; None if there is none."""
+    from pipeline.sweep.kinds import installed  # the kinds' modules import the config
+
+    sections = {kind.SECTION: name for name, kind in installed().items() if kind.SECTION}
+    chosen = {o.partition("=")[2] for o in overrides if o.lstrip("+~").startswith("kind=")}
+    for override in overrides:
+        key = override.partition("=")[0].lstrip("+~")
+        owner = sections.get(key.partition(".")[0])
+        if owner is not None and owner not in chosen:
+            return (
+                f"{key}: is a key of kind={owner}, which this config does not choose; "
+                f"allowed: kind={owner} (or an experiment of that kind) with it"
+            )
+    return None
+
+
 def compose(
     overrides: list[str], *, clusters: dict[str, object] | None = None
 ) -> tuple[DictConfig, str]:
@@ -122,6 +156,11 @@ def compose(
             )
     except (HydraException, OmegaConfBaseException, ValueError) as error:
         raise OverrideError(_composition_error(error)) from None
+    except (AssertionError, AttributeError):  # OmegaConf setting a key inside a null node
+        problem = _null_section(overrides)
+        if problem is None:
+            raise
+        raise OverrideError(problem) from None
     experiment = cfg.hydra.runtime.choices["experiment"]
     with open_dict(cfg):
         cfg.pop("hydra")

@@ -73,7 +73,7 @@ def keys(schema: type, prefix: str = "") -> list[Key]:
     """Every key of the dataclass ``schema`` and of the dataclasses nested in it (as
     defaults or types), dotted (``grid.horizon``), in the order they are defined."""
     hints = typing.get_type_hints(schema)
-    docs = field_docs(schema)
+    docs = {name: doc for cls in reversed(schema.__mro__) for name, doc in field_docs(cls).items()}
     found = []
     for field in dataclasses.fields(schema):
         name = f"{prefix}{field.name}"
@@ -85,7 +85,8 @@ def keys(schema: type, prefix: str = "") -> list[Key]:
         if inner is not None:
             found += keys(inner, f"{name}.")
             continue
-        found.append(Key(name, _type(hints[field.name]), repr(default), docs.get(field.name, "")))
+        meaning = field.metadata.get("doc") or docs.get(field.name, "")
+        found.append(Key(name, _type(hints[field.name]), repr(default), meaning))
     return found
 
 

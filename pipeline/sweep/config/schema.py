@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from omegaconf import MISSING
 
+from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import FAMILIES, family_parameters
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
@@ -80,16 +81,38 @@ def _parameters_dataclass(family: str) -> type:
 
 
 @functools.cache
+def sweep_config() -> type:
+    """``SweepConfig`` with the section of every sweep kind that has one (the built-ins'
+    ``training``, ``coupled``, ``kernel_features``, and plug-ins'): its ``SECTION`` typed by
+    its ``CONFIG`` dataclass, null unless the config's ``kind`` is that kind. Made once, when
+    the schema is first needed (a plug-in kind is imported then)."""
+    from pipeline.sweep.kinds import installed  # the kinds' modules import this module
+
+    sections = []
+    for name, kind in installed().items():
+        if kind.SECTION is not None:
+            doc = f"The settings of a ``kind={name}`` sweep (null for any other kind)."
+            optional = Optional[kind.CONFIG]  # noqa: UP045 - OmegaConf needs typing.Optional
+            sections.append((kind.SECTION, optional, field(default=None, metadata={"doc": doc})))
+    return make_dataclass("SweepConfig", sections, bases=(SweepConfig,))
+
+
+@functools.cache
 def model_config() -> type:
-    """``model.<family>.<param>``: the keyword parameters of every model family that can be
-    used, plug-ins included (made once, when the schema is first needed)."""
-    return make_dataclass(
-        "ModelConfig",
-        [
-            (family, (cls := _parameters_dataclass(family)), field(default_factory=cls))
-            for family in FAMILIES
-        ],
-    )
+    """``model.<family>.<param>``: the keyword parameters of every model family, made once
+    when the schema is first needed. A built-in's are typed, with their defaults; a plug-in
+    family's section holds what the config sets (``{}``): the plug-in is imported only when
+    a sweep uses it, and its ``build`` signature checks the keys then."""
+    fields = []
+    for family in FAMILIES.names():
+        if family in BUILTIN_FAMILIES:
+            cls = _parameters_dataclass(family)
+            fields.append((family, cls, field(default_factory=cls)))
+        else:
+            doc = f"The keyword parameters of the plug-in family {family!r} (unset: its defaults)."
+            plugin = field(default_factory=dict, metadata={"doc": doc})
+            fields.append((family, dict[str, Any], plugin))
+    return make_dataclass("ModelConfig", fields)
 
 
 @dataclass
@@ -225,18 +248,14 @@ class CoupledConfig:
 
 @dataclass
 class SweepConfig:
-    """The whole sweep; Hydra's ``config.yaml`` fills it in."""
+    """The whole sweep; Hydra's ``config.yaml`` fills it in. Every kind of sweep but the
+    default adds its own section (``sweep_config``)."""
 
+    kind: str = "methods"
+    """The kind of sweep (``pipeline.results.KINDS``): ``methods`` (approximations against
+    exact inference over ``grid``), ``training``, ``coupled``, ``kernel_features``, or a
+    plug-in's; each kind but ``methods`` reads its own section, named like it."""
     grid: GridConfig = field(default_factory=GridConfig)
-    training: Optional[TrainingConfig] = None  # noqa: UP045
-    """Set (by ``experiment=lm_scaling`` or ``lm_smoke``): the sweep trains HMM LMs over
-    this grid instead of sweeping approximations over ``grid``."""
-    coupled: Optional[CoupledConfig] = None  # noqa: UP045
-    """Set (by ``experiment=coupled`` or ``coupled_smoke``): the sweep compares inference in
-    weakly coupled HMMs over this grid instead of sweeping ``grid``."""
-    kernel_features: Optional[KernelFeaturesConfig] = None  # noqa: UP045
-    """Set (by ``experiment=kernel_features``): the sweep measures how many random features
-    a softmax needs instead of sweeping ``grid``."""
     model: Any = field(default_factory=lambda: model_config()())
     """``model.<family>.<param>``: every family's keyword parameters (``model_config``)."""
     cluster: Any = MISSING

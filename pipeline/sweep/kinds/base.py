@@ -1,8 +1,8 @@
 """What every sweep kind shares: the ``SweepKind`` interface and the ``Grid`` base.
 
 A sweep kind turns a config section into cells, runs them as Dask tasks and names what its
-store holds (a ``pipeline.results`` schema). ``pipeline.sweep.kinds`` registers them by the
-store's ``kind`` attribute; the engine (``pipeline.sweep.engine``) looks the kind up and
+store holds (a ``pipeline.results`` schema). ``pipeline.results.KINDS`` registers them by
+the store's ``kind`` attribute; the engine (``pipeline.sweep.engine``) looks the kind up and
 runs any kind the same way: resume, progress, failures, flushes.
 """
 
@@ -118,8 +118,10 @@ class SweepKind(Protocol):
     """A kind of sweep: one module per kind in ``pipeline.sweep.kinds`` has this interface.
 
     - ``SCHEMA``: what its store holds (``pipeline.results``), named by the store's ``kind``;
-    - ``SECTION``: the config section whose presence selects the kind (None: the default,
-      the methods sweep of ``grid``);
+    - ``SECTION``: the config section holding its settings, set only when the config's
+      ``kind`` is this kind (None: none, as the default ``methods`` sweep reads ``grid``),
+      and ``CONFIG``: the dataclass that types the section (keys, types, defaults, and each
+      field's docstring, which ``--help`` and the config reference show);
     - ``validate(cfg)``: raise ``ConfigError`` naming the first invalid key of its section;
     - ``grid(cfg)``: the ``Grid`` of a validated config;
     - ``submit(client, grid, cells, *, store)``: send ``cells`` to the Dask ``client``;

@@ -32,11 +32,13 @@ from pipeline.models import ParameterError
 from pipeline.operators.lowrank import MAX_DENSE
 from pipeline.results import coupled as results
 from pipeline.sweep.config import ConfigError, check_list
+from pipeline.sweep.config.schema import CoupledConfig
 from pipeline.sweep.config.specs import known_specs, load_spec, spec_path
 from pipeline.sweep.kinds.base import Grid, submit_each
 
 SCHEMA = results.SCHEMA
 SECTION = "coupled"
+CONFIG = CoupledConfig
 summary = results.summary
 
 FAMILY = "coupled"

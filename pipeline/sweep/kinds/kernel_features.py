@@ -24,10 +24,12 @@ from omegaconf import OmegaConf
 from pipeline.hmmlm import feature_maps
 from pipeline.results import kernel_features as results
 from pipeline.sweep.config import ConfigError, check_list
+from pipeline.sweep.config.schema import KernelFeaturesConfig
 from pipeline.sweep.kinds.base import Grid, submit_each
 
 SCHEMA = results.SCHEMA
 SECTION = "kernel_features"
+CONFIG = KernelFeaturesConfig
 summary = results.summary
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from distributed import Client, Future
 from distributed.worker_memory import parse_memory_limit
-from omegaconf import OmegaConf
 
 from pipeline.methods import METHODS, PluginError
 from pipeline.models import FAMILIES, ParameterError, check_model, verify_model
@@ -23,7 +22,13 @@ from pipeline.sweep.cluster import MEMORY, memory_resource
 from pipeline.sweep.config import ConfigError, check_list
 from pipeline.sweep.config.schema import MODES
 from pipeline.sweep.kinds.methods import memory, plan
-from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid, family_sizes, grid_methods
+from pipeline.sweep.kinds.methods.grid import (
+    Cell,
+    MethodsGrid,
+    family_sizes,
+    grid_methods,
+    model_parameters,
+)
 
 SCHEMA = results.SCHEMA
 SECTION = None
@@ -60,7 +65,7 @@ def _validate_methods(grid) -> None:
 def _validate_families(cfg) -> dict[str, list[int]]:
     """Every family known and usable, its parameters and sizes valid; the sizes."""
     grid = cfg.grid
-    check_list("grid.families", grid.families, str, ", ".join(FAMILIES))
+    check_list("grid.families", grid.families, str, ", ".join(FAMILIES.names()))
     for family in grid.families:
         try:
             FAMILIES.lookup(family)
@@ -68,9 +73,10 @@ def _validate_families(cfg) -> dict[str, list[int]]:
             raise ConfigError("grid.families", str(error)) from None
         except ValueError:
             raise ConfigError(
-                "grid.families", f"unknown family {family!r}; allowed: {', '.join(FAMILIES)}"
+                "grid.families",
+                f"unknown family {family!r}; allowed: {', '.join(FAMILIES.names())}",
             ) from None
-    params = {family: OmegaConf.to_container(cfg.model[family]) for family in grid.families}
+    params = model_parameters(cfg, grid.families)
     sizes = family_sizes(grid, params)
     mapping = isinstance(grid.n_states, typing.Mapping)
     for family, family_size in sizes.items():

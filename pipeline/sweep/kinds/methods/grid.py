@@ -19,7 +19,7 @@ from typing import NamedTuple
 from omegaconf import OmegaConf
 
 from pipeline.methods import METHODS
-from pipeline.models import ParameterError, fixed_size, model_fingerprint
+from pipeline.models import ParameterError, family_parameters, fixed_size, model_fingerprint
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import Grid
 from pipeline.sweep.kinds.methods.tasks import Timing
@@ -32,6 +32,12 @@ class Cell(NamedTuple):
     setting: float
     seed: int
     mode: str
+
+
+def model_parameters(cfg, families) -> dict[str, dict]:
+    """Each family's keyword parameters: its ``model.<family>`` over the family's defaults
+    (a plug-in family's section holds only the keys the config sets)."""
+    return {f: {**family_parameters(f), **OmegaConf.to_container(cfg.model[f])} for f in families}
 
 
 def _fixed_size(family: str, params: dict) -> int | None:
@@ -155,7 +161,7 @@ class MethodsGrid(Grid):
     def from_config(cls, cfg) -> MethodsGrid:
         grid = cfg.grid
         methods = grid_methods(grid)
-        params = {f: OmegaConf.to_container(cfg.model[f]) for f in grid.families}
+        params = model_parameters(cfg, grid.families)
         return cls(
             families=tuple(grid.families),
             sizes={family: tuple(sorted(s)) for family, s in family_sizes(grid, params).items()},

@@ -26,14 +26,16 @@ from pipeline.hmmlm import clusters, data
 from pipeline.hmmlm.parameters import PARAMETERISATIONS, parse
 from pipeline.results import training as results
 from pipeline.sweep.config import ConfigError, check_list
+from pipeline.sweep.config.schema import TrainingConfig
 from pipeline.sweep.kinds.training.grid import TrainingCell, TrainingGrid, grid
 from pipeline.sweep.kinds.training.tasks import grown_from, load_corpus, train_cell
 
 SCHEMA = results.SCHEMA
 SECTION = "training"
+CONFIG = TrainingConfig
 summary = results.summary
 
-__all__ = ["SCHEMA", "SECTION", "grid", "submit", "summary", "validate"]
+__all__ = ["CONFIG", "SCHEMA", "SECTION", "grid", "submit", "summary", "validate"]
 
 
 def _check_at_least(training, key: str, least: int) -> None:
