@@ -252,9 +252,11 @@ class SweepConfig:
     default adds its own section (``sweep_config``)."""
 
     kind: str = "methods"
-    """The kind of sweep (``pipeline.results.KINDS``): ``methods`` (approximations against
-    exact inference over ``grid``), ``training``, ``coupled``, ``kernel_features``, or a
-    plug-in's; each kind but ``methods`` reads its own section, named like it."""
+    """The kind of sweep (``pipeline.results.KINDS``), chosen as a config group
+    (``kind=training``): ``methods`` (approximations against exact inference over
+    ``grid``), ``training``, ``coupled``, ``kernel_features``, or a plug-in's. Each kind but
+    ``methods`` reads its own section, named like it, which choosing the kind fills with its
+    defaults; the experiments of a kind choose it."""
     grid: GridConfig = field(default_factory=GridConfig)
     model: Any = field(default_factory=lambda: model_config()())
     """``model.<family>.<param>``: every family's keyword parameters (``model_config``)."""
