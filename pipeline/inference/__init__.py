@@ -14,7 +14,8 @@ max-product step (``maxproduct``).
   (``FilterResult``, ``FilterBatchResult``, ``Chunk``), optionally with belief pruning;
 - ``smoothing``, ``smoothing_chunks``: ``P(S_t | o_0..o_{T-1})``, the evidence and the
   expected transition counts (``SmoothResult``, ``SmoothBatchResult``, ``SmoothChunk``);
-- ``viterbi``: the most probable path (``ViterbiResult``, ``ViterbiBatchResult``);
+- ``viterbi``: the most probable path (``ViterbiResult``, ``ViterbiBatchResult``), and
+  ``path_log_probability``: the joint log probability of any path and the observations;
 - ``sample``: state paths and symbols (``Sample``, ``SampleBatch``).
 
 Conventions: ``observations[t]`` is the symbol observed at step ``t`` or -1 for none. Step 0
@@ -50,7 +51,12 @@ array([0, 0, 1, 2, 2])
 True
 """
 
-from pipeline.inference.decoder import ViterbiBatchResult, ViterbiResult, viterbi
+from pipeline.inference.decoder import (
+    ViterbiBatchResult,
+    ViterbiResult,
+    path_log_probability,
+    viterbi,
+)
 from pipeline.inference.forward import (
     Chunk,
     FilterBatchResult,
@@ -81,6 +87,7 @@ __all__ = [
     "ViterbiResult",
     "filtering",
     "filtering_chunks",
+    "path_log_probability",
     "predict",
     "sample",
     "smoothing",

@@ -27,12 +27,13 @@ from pipeline.inference.inputs import (
     is_batch,
     read_evidence,
     read_initial,
+    read_observations,
     read_segments,
 )
 from pipeline.inference.smoother import checkpoint_steps
 from pipeline.kernels import maxproduct
 from pipeline.models.hmm import HMM
-from pipeline.operators import check_max_product
+from pipeline.operators import check_max_product, entries_at
 
 POINTER_BYTES = 2**28
 """Viterbi keeps every step's back-pointers while they take at most this many bytes
@@ -192,3 +193,74 @@ def _decode(hmm: HMM, initial: np.ndarray, steps: int, segment_of, checkpoint) -
         state = maxproduct.backtrack(back[: stop - start], state, path[start:stop])
     log_probability = -np.inf if zero.any() else float(total + offsets)
     return ViterbiResult(path, log_probability, np.flatnonzero(zero))
+
+
+def path_log_probability(
+    hmm: HMM, path, observations=None, *, likelihoods=None, log_likelihoods=None, initial=None
+) -> float:
+    """``log P(S_0..S_{T-1} = path, o_0..o_{T-1})`` under ``hmm``: the joint log probability
+    of one state path and the observations, as ``ViterbiResult.log_probability`` gives it
+    for the most probable path (here a sum of logs, equal to it up to rounding).
+
+    Parameters
+    ----------
+    hmm : HMM
+        Any matrix format; only the entries the path visits are read
+        (``pipeline.operators.entries_at``).
+    path : array_like of int, shape (T,)
+        States in ``0..n_states - 1``.
+    observations, likelihoods, log_likelihoods
+        As for ``viterbi``, one sequence of T steps (exactly one of the three).
+    initial : array_like, shape (n_states,), optional
+        The distribution of ``S_0``; default ``hmm.prior``.
+
+    Returns
+    -------
+    float: ``-inf`` where the path or an observation has probability zero.
+
+    >>> from pipeline.models import build_model
+    >>> hmm = build_model("weather", 6)
+    >>> best = viterbi(hmm, [0, -1, 1, 1, 0])
+    >>> bool(np.isclose(path_log_probability(hmm, best.path, [0, -1, 1, 1, 0]),
+    ...                 best.log_probability, rtol=1e-12))
+    True
+    """
+    initial = read_initial(hmm, initial)
+    if initial.ndim != 1:
+        raise ValueError("path_log_probability takes one initial distribution, shape (n_states,)")
+    path = np.asarray(path)
+    if path.ndim != 1 or path.size == 0 or path.dtype.kind not in "iu":
+        raise ValueError(f"path must be a non-empty 1-D array of states, got {path!r}")
+    if path.min() < 0 or path.max() >= hmm.n_states:
+        raise ValueError(f"path has a state outside 0..{hmm.n_states - 1}")
+    path = path.astype(np.int64)
+    if observations is not None and likelihoods is None and log_likelihoods is None:
+        symbols = read_observations(observations, hmm.n_observations)
+        _check_steps(symbols.shape, path.size)
+        seen = symbols >= 0
+        emitted = _entries(hmm.emission, path[seen], symbols[seen])
+        offsets = 0.0
+    else:
+        evidence = read_evidence(hmm, observations, likelihoods, log_likelihoods)
+        _check_steps(evidence.rows.shape, path.size)
+        seen = evidence.rows >= 0
+        rows = evidence.rows[seen]
+        emitted = evidence.likelihoods[rows, path[seen]]
+        offsets = float(evidence.log_scale[rows].sum())
+    moved = _entries(hmm.transition, path[:-1], path[1:])
+    with np.errstate(divide="ignore"):
+        terms = np.log(initial[path[0]]) + np.log(moved).sum() + np.log(emitted).sum()
+    return float(terms + offsets)
+
+
+def _entries(T, row: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """``entries_at`` that reads nothing for no positions (a one-step path, nothing observed):
+    scipy's sparse indexing does not take empty index arrays alike in every format."""
+    return entries_at(T, row, column) if row.size else np.empty(0)
+
+
+def _check_steps(shape: tuple[int, ...], steps: int) -> None:
+    if shape != (steps,):
+        raise ValueError(
+            f"the evidence must be of one sequence of {steps} steps (the path's), got {shape}"
+        )

@@ -13,36 +13,36 @@ def symbol_log_likelihoods(E: np.ndarray, observations) -> np.ndarray:
     return np.where(np.asarray(observations)[:, None] >= 0, logs, 0.0)
 
 
-def _paths(prior, T, log_likelihoods):
-    """Every path of T' steps and its ``log P(path, o)``."""
+def paths(prior, T, log_likelihoods):
+    """Every path of T' steps (k, T') and its ``log P(path, o)`` (k,)."""
     steps, n = log_likelihoods.shape
     with np.errstate(divide="ignore"):
         log_prior, log_T = np.log(prior), np.log(T)
-    paths = np.array(list(itertools.product(range(n), repeat=steps)))
-    weights = log_prior[paths[:, 0]] + log_likelihoods[np.arange(steps), paths].sum(axis=1)
-    weights += log_T[paths[:, :-1], paths[:, 1:]].sum(axis=1)
-    return paths, weights
+    every = np.array(list(itertools.product(range(n), repeat=steps)))
+    weights = log_prior[every[:, 0]] + log_likelihoods[np.arange(steps), every].sum(axis=1)
+    weights += log_T[every[:, :-1], every[:, 1:]].sum(axis=1)
+    return every, weights
 
 
 def smoothing(prior, T, log_likelihoods):
     """Posteriors (T', n), log evidence and expected transition counts (n, n)."""
-    paths, weights = _paths(prior, T, log_likelihoods)
+    every, weights = paths(prior, T, log_likelihoods)
     steps, n = log_likelihoods.shape
     evidence = logsumexp(weights)
     share = np.exp(weights - evidence)
     posteriors = np.zeros((steps, n))
     for t in range(steps):
-        np.add.at(posteriors[t], paths[:, t], share)
+        np.add.at(posteriors[t], every[:, t], share)
     counts = np.zeros((n, n))
     for t in range(steps - 1):
-        np.add.at(counts, (paths[:, t], paths[:, t + 1]), share)
+        np.add.at(counts, (every[:, t], every[:, t + 1]), share)
     return posteriors, evidence, counts
 
 
 def viterbi(prior, T, log_likelihoods):
     """The most probable path, ties to the lowest last state, then the lowest state before
     it, and so on back (the smallest path read backwards), and its log probability."""
-    paths, weights = _paths(prior, T, log_likelihoods)
+    every, weights = paths(prior, T, log_likelihoods)
     best = weights.max()
-    tied = paths[weights >= best - 1e-12 * abs(best)]
+    tied = every[weights >= best - 1e-12 * abs(best)]
     return np.array(min(map(tuple, tied[:, ::-1]))[::-1]), best

@@ -7,7 +7,7 @@ from cases import reference_models as models
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.inference import ViterbiBatchResult, ViterbiResult, viterbi
+from pipeline.inference import ViterbiBatchResult, ViterbiResult, path_log_probability, viterbi
 from pipeline.kernels import maxproduct
 from pipeline.methods.topp import topp_hmm
 from pipeline.models import HMM, build_model
@@ -34,6 +34,36 @@ def test_brute_force_enumeration(form, seed, n, m, observed):
             assert isinstance(result, ViterbiResult)
             np.testing.assert_array_equal(result.path, path, err_msg=kind)
             assert result.log_probability == pytest.approx(log_probability, rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("form", sorted(FORMATS))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 3),
+    m=st.integers(1, 3),
+    observed=st.lists(st.integers(-1, 2), min_size=1, max_size=4),
+)
+def test_a_paths_log_probability_is_its_term_of_the_enumeration(form, seed, n, m, observed):
+    """Every path of a tiny model scored from symbols (missing ones included), likelihoods
+    and log-likelihoods, against its weight in the enumeration (-inf where impossible)."""
+    hmm = tiny_hmm(form, seed, n, m)
+    observations = np.array([o if o < m else -1 for o in observed])
+    kinds, logs = evidence_kinds(hmm, observations)
+    every, weights = brute_force.paths(hmm.prior, toarray(hmm.transition), logs)
+    for kind, given_ in kinds.items():
+        scored = [path_log_probability(hmm, path, **{kind: given_}) for path in every]
+        np.testing.assert_allclose(scored, weights, rtol=1e-12, atol=1e-12, err_msg=kind)
+
+
+def test_a_paths_log_probability_refuses_what_it_cannot_score():
+    hmm = tiny_hmm("dense", 0, 3, 2)
+    for path, observations, match in [
+        ([0, 3], [0, 1], "outside 0..2"),
+        ([0.5, 1], [0, 1], "non-empty 1-D array of states"),
+        ([0, 1, 2], [0, 1], "one sequence of 3 steps"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            path_log_probability(hmm, np.array(path), np.array(observations))
 
 
 def _tied(form: str, n: int) -> HMM:
