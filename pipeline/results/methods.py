@@ -6,6 +6,12 @@ settings, so the grid need not be a full product: ``in_grid`` over ``(family, n_
 method, setting)`` marks the cells that exist. Variables over ``MODEL`` are the exact
 model's, over ``APPROX`` an approximation's, over ``CELL`` one run's; ``t`` is the time
 step. ``summary`` is the table a sweep prints at its end.
+
+The modes (``MODES``): ``predict`` (nothing observed) and ``filter`` run the forward
+recursion, ``P(S_t)`` and ``P(S_t | o_0..o_t)``; ``smooth`` the posteriors of every step
+given the whole sequence, ``P(S_t | o_0..o_{T-1})``; ``decode`` the most probable state path
+(Viterbi). The last three observe the same sampled sequence. A variable a mode does not
+produce is NaN for it, and its ``missing`` attribute says so.
 """
 
 from __future__ import annotations
@@ -26,12 +32,27 @@ DIMS = ("family", "n_states", "method", "setting", "seed", "mode")
 MODEL = ("family", "n_states", "seed")
 APPROX = ("family", "n_states", "method", "setting", "seed")
 CELL = DIMS
+MODES = ("predict", "filter", "smooth", "decode")
+"""The inference modes a cell runs, the values of the ``mode`` dim."""
 PREDICTION_ONLY = (
-    "NaN in filter mode: with observations, conditioning can enlarge an error, so the "
-    "recursion of Section 4 does not bound it"
+    "NaN in filter mode, and in smooth and decode modes: with observations, conditioning can "
+    "enlarge an error, so the recursion of Section 4 does not bound it"
 )
-NO_REFERENCE = "NaN where the model had no exact reference (n_states > exact_max_states)"
+NO_REFERENCE = (
+    "NaN where the model had no exact reference (n_states > exact_max_states; in decode mode "
+    "also an exact low-rank model too large for the max-product step, lowrank.MAX_DENSE)"
+)
+NOT_RUN = (
+    "NaN in smooth and decode modes where the approximation has no such run: belief pruning "
+    "(topp_states), which smoothing and Viterbi do not do, and in decode mode low-rank "
+    "transitions too large for the max-product step"
+)
 UNTIMED = "NaN everywhere in a sweep with timing.enabled=false (accuracy only)"
+WHOLE_RUN = (
+    "in smooth and decode modes, whose runs have no per-step clock, the whole run's time at "
+    "the last step t = horizon and NaN before it"
+)
+DECODE_ONLY = f"NaN outside decode mode; {NO_REFERENCE}; {NOT_RUN}"
 
 
 def _runtimes() -> dict[str, Variable]:
@@ -40,7 +61,11 @@ def _runtimes() -> dict[str, Variable]:
             (*CELL, "t"),
             "s",
             f"cumulative runtime of {what} inference to step t, {statistic} over repeats",
-            missing=f"{NO_REFERENCE}; {UNTIMED}" if run == "exact" else UNTIMED,
+            missing=(
+                f"{NO_REFERENCE}; {NOT_RUN}; {WHOLE_RUN}; {UNTIMED}"
+                if run == "exact"
+                else f"{NOT_RUN}; {WHOLE_RUN}; {UNTIMED}"
+            ),
         )
         for run, what in (("exact", "exact"), ("approx", "approximate"))
         for suffix, statistic in (("", "median"), ("_min", "min"), ("_max", "max"))
@@ -51,8 +76,38 @@ VARIABLES: dict[str, Variable] = {
     "tv": Variable(
         (*CELL, "t"),
         "1",
-        "total variation TV(P_t, Q_t) between exact and approximate beliefs",
-        missing=NO_REFERENCE,
+        "total variation TV(P_t, Q_t) between exact and approximate beliefs: predicted, "
+        "filtered, or smoothed P(S_t | o_0..o_{T-1}) (smooth)",
+        missing=f"{NO_REFERENCE}; {NOT_RUN}; NaN in decode mode (paths: path_disagreement)",
+    ),
+    "tv_max": Variable(
+        CELL,
+        "1",
+        "largest TV over the steps t = 0..horizon between the exact and the approximate "
+        "smoothed posteriors P(S_t | o_0..o_{T-1}) (smooth)",
+        missing=f"NaN outside smooth mode; {NO_REFERENCE}; {NOT_RUN}",
+    ),
+    "path_disagreement": Variable(
+        CELL,
+        "1",
+        "fraction of the steps t = 0..horizon at which the approximate model's Viterbi path "
+        "differs from the exact model's (decode)",
+        missing=DECODE_ONLY,
+    ),
+    "log_probability_gap": Variable(
+        CELL,
+        "nat",
+        "log P(exact path, o) - log P(approximate path, o), both under the exact model, for "
+        "the two models' Viterbi paths: >= 0 up to rounding; +inf where the exact model rules "
+        "the approximate path out (decode)",
+        missing=DECODE_ONLY,
+    ),
+    "paths_equal": Variable(
+        CELL,
+        "1",
+        "1 where the approximate model's Viterbi path equals the exact model's at every step, "
+        "0 where not (decode)",
+        missing=DECODE_ONLY,
     ),
     "bound": Variable(
         (*APPROX, "t"),
@@ -102,37 +157,47 @@ VARIABLES: dict[str, Variable] = {
         "multiply-adds of an approximate step over the stored entries of the rows of non-zero "
         "states, mean over steps (a CSR layout that steps mostly full columns as a dense panel "
         "also multiplies their zeros)",
+        missing="NaN in smooth and decode modes: it counts the forward recursion's steps",
     ),
     **_runtimes(),
     "repeats": Variable(
-        CELL, "1", "interleaved exact/approximate run pairs timed (0 with timing.enabled=false)"
+        CELL,
+        "1",
+        "interleaved exact/approximate run pairs timed (0 with timing.enabled=false, and where "
+        "the approximation has no run in the cell's mode)",
     ),
     "speedup": Variable(
         CELL,
         "1",
         "exact over approximate runtime of the whole horizon, median of repeats",
-        missing=f"{NO_REFERENCE}; {UNTIMED}",
+        missing=f"{NO_REFERENCE}; {NOT_RUN}; {UNTIMED}",
     ),
     "log_evidence": Variable(
         CELL,
         "nat",
-        "log evidence of the observations under the exact model (filter)",
-        missing="NaN in predict mode (nothing observed) and without an exact reference",
+        "log evidence of the observations under the exact model (filter, smooth)",
+        missing="NaN in predict mode (nothing observed), in decode mode (Viterbi scores "
+        "paths) and without an exact reference",
     ),
     "log_evidence_error": Variable(
         CELL,
         "nat",
-        "log evidence of the approximate run minus the exact (filter)",
-        missing="NaN in predict mode (nothing observed) and without an exact reference",
+        "log evidence of the approximate run minus the exact (filter, smooth)",
+        missing="NaN in predict mode (nothing observed), in decode mode (Viterbi scores "
+        f"paths) and without an exact reference; {NOT_RUN}",
     ),
     "zero_evidence": Variable(
-        CELL, "1", "steps whose observation had zero probability in the approximate run"
+        CELL,
+        "1",
+        "steps whose observation had zero probability in the approximate run (in decode "
+        "mode: that no path could emit)",
+        missing=NOT_RUN,
     ),
     "impossible_observations": Variable(
         CELL,
         "1",
         "fraction of observations the approximate emissions make impossible for the state "
-        "that emitted them (filter)",
+        "that emitted them (filter, smooth, decode)",
         missing="NaN in predict mode (nothing observed)",
     ),
     "build_time_model": Variable(MODEL, "s", "time to build the exact model"),

@@ -67,7 +67,10 @@ BAD = {
     ),
     "no_seeds": (["grid.seeds=[]"], "grid.seeds: must not be empty"),
     "negative_seed": (["grid.seeds=[-1]"], "grid.seeds: -1 is negative"),
-    "unknown_mode": (["grid.modes=[smooth]"], "grid.modes: unknown mode 'smooth'"),
+    "unknown_mode": (
+        ["grid.modes=[sample]"],
+        "grid.modes: unknown mode 'sample'; allowed: predict, filter, smooth, decode",
+    ),
     "observe_every_0": (["grid.observe_every=0"], "grid.observe_every: 0 is not allowed"),
     "unknown_cluster": (
         ["cluster=nowhere"],

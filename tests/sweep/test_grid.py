@@ -13,7 +13,7 @@ def test_full_product():
     grid = MethodsGrid.from_config(composed("grid.methods={topp:[0.5,0.9]}"))
     assert grid.in_grid(IN_GRID).all()
     cells = grid.cells()
-    assert len(cells) == 3 * 2 * 2 * 2 * 2
+    assert len(cells) == 3 * 2 * 2 * 2 * 4  # families, sizes, settings, seeds, modes
     assert len(set(cells)) == len(cells)
     coords = grid.coords()
     assert list(coords) == [*DIMS, "t"]
@@ -51,7 +51,7 @@ def test_sizes_per_family_and_settings_per_method_are_not_a_product():
     cells = grid.cells()
     assert {c.n_states for c in cells if c.family == "lm"} == {30}
     assert {(c.method, c.setting) for c in cells} == {("topp", 0.5), ("topp", 0.9), ("topk", 5.0)}
-    assert len(cells) == 3 * 3 * 2 * 2
+    assert len(cells) == 3 * 3 * 2 * 4
 
 
 def test_fingerprint_tracks_values_that_change_results():

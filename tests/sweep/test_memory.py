@@ -3,15 +3,17 @@ really take."""
 
 import tempfile
 import time
+import tracemalloc
 
 import numpy as np
 import pytest
 
+from pipeline.inference import decoder
 from pipeline.methods import approximate
 from pipeline.models import build_model
 from pipeline.sweep import kinds
 from pipeline.sweep.cluster import MEMORY, connect, memory_resource, worker_memory
-from pipeline.sweep.kinds.methods import memory, spilled
+from pipeline.sweep.kinds.methods import memory, sequence, spilled, tasks
 
 from helpers import composed
 
@@ -26,7 +28,7 @@ from helpers import composed
 )
 def test_the_estimate_extrapolates_what_a_larger_model_takes(family, params, method, setting):
     n = 8192
-    found = memory.estimate(family, n, params, method, setting, steps=51)
+    found = memory.estimate(family, n, params, method, setting, steps=51, mode="filter")
     hmm = build_model(family, n, **params)
     model = memory._model_bytes(hmm)
     approximation = memory._model_bytes(approximate(hmm, method, setting).hmm)
@@ -35,9 +37,35 @@ def test_the_estimate_extrapolates_what_a_larger_model_takes(family, params, met
     assert found.total > model + approximation
 
 
+@pytest.mark.parametrize("mode", ["smooth", "decode"])
+@pytest.mark.parametrize("whole", [True, False])
+def test_what_a_smoothing_or_viterbi_run_holds_is_what_the_estimate_counts(
+    monkeypatch, mode, whole
+):
+    """One run of a sequence mode, its posteriors or back-pointers whole or in segments from
+    checkpoints: its peak allocation (tracemalloc) is within what ``run_bytes`` and
+    ``likelihood_bytes`` count, and at least half of it (an estimate, not a guess)."""
+    n, steps = 20_000, 51
+    hmm = build_model("bell", n, seed=0, structured=True)
+    if not whole:  # 4 steps of beliefs, 4 of back-pointers: segments of 8 steps
+        monkeypatch.setattr(tasks, "HISTORY_BYTES", 8 * n * 4)
+        monkeypatch.setattr(decoder, "POINTER_BYTES", 2 * n * 4)
+        monkeypatch.setattr(memory, "POINTER_BYTES", 2 * n * 4)
+    _, observed = tasks.observations(hmm, mode=mode, horizon=steps - 1, observe_every=2, seed=0)
+    history = tasks.history_steps(steps, n)
+    sequence.elapsed(mode, hmm, observed, history)  # compiled before measuring
+    tracemalloc.start()
+    sequence.elapsed(mode, hmm, observed, history)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    counted = memory.run_bytes(mode, steps, n) + memory.likelihood_bytes(mode, steps, n)
+    assert memory._segment(mode, steps, n) == (steps if whole else 8)
+    assert 0.5 * counted <= peak <= counted, (peak, counted)
+
+
 def test_small_cells_and_fixed_size_families_are_not_estimated(tmp_path):
-    assert memory.estimate("bell", 4096, {}, "topp", 0.9, steps=51) is None
-    assert memory.estimate("weather", 6, {}, "topp", 0.9, steps=51) is None
+    assert memory.estimate("bell", 4096, {}, "topp", 0.9, steps=51, mode="predict") is None
+    assert memory.estimate("weather", 6, {}, "topp", 0.9, steps=51, mode="predict") is None
 
 
 def test_a_large_cells_tasks_reserve_their_estimate_of_a_workers_declared_memory():
@@ -69,7 +97,9 @@ def test_a_large_cells_tasks_reserve_their_estimate_of_a_workers_declared_memory
                 break
             time.sleep(0.1)
         client.cancel(list(futures))
-    large = memory.estimate("bell", 5000, grid.params["bell"], "topp", 0.9, grid.horizon + 1)
+    large = memory.estimate(
+        "bell", 5000, grid.params["bell"], "topp", 0.9, grid.horizon + 1, mode="predict"
+    )
     assert 0 < large.total < 3 * 2**30
     held = {str(f.key): restrictions[f.key] for f in futures}
     small = [key for key in held if "-20-" in key]

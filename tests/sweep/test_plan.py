@@ -8,11 +8,13 @@ from pathlib import Path
 import dask
 import numpy as np
 import pytest
+from inference import brute_force
 
 from pipeline.inference import filtering
 from pipeline.methods import approximate
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_variation
 from pipeline.operators import toarray
+from pipeline.results.methods import MODES, VARIABLES
 from pipeline.sweep.kinds.methods import plan, spilled, tasks
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 
@@ -130,14 +132,16 @@ def test_impossible_observations_are_those_the_approximate_emissions_drop(model)
 
 
 @pytest.mark.parametrize(
-    ("method", "setting", "mode"), [("topp", 0.8, "filter"), ("topp_states", 0.9, "predict")]
+    ("method", "setting", "mode"),
+    [("topp", 0.8, "filter"), ("topp_states", 0.9, "predict"), ("topk", 4.0, "smooth")],
 )
 def test_a_cell_in_chunks_measures_what_a_whole_history_does(
     model, monkeypatch, method, setting, mode
 ):
     """Where a history does not fit ``HISTORY_BYTES`` the reference writes it to disk and
     each cell reads it a few steps at a time; where it cannot read the file (another machine,
-    or no file), the cell runs exact and approximate inference in lockstep: the same values."""
+    or no file), the cell runs exact and approximate inference in lockstep: the same values.
+    Smoothing's segments come latest first and are written where they belong."""
     built = tasks.build_approximation(model, method=method, setting=setting)
     mixed = tasks.mixing(model, exact=True)
     whole = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
@@ -157,7 +161,8 @@ def test_a_cell_in_chunks_measures_what_a_whole_history_does(
         # a step's error is a matrix-vector product over the chunk's rows: BLAS may round it
         # differently for other row counts
         np.testing.assert_allclose(values["certificate"], expected["certificate"], rtol=1e-13)
-        assert values["runtime_exact"].shape == (31,) and np.isfinite(values["runtime_exact"]).all()
+        timed = values["runtime_exact"][-1:] if mode == "smooth" else values["runtime_exact"]
+        assert values["runtime_exact"].shape == (31,) and np.isfinite(timed).all()
     path = Path(history.path)
     assert path.stat().st_size == whole.beliefs.nbytes
     copy = pickle.loads(pickle.dumps(history))  # as sent to another worker
@@ -224,3 +229,94 @@ def test_a_cell_returns_every_variable_of_the_schema_by_name():
     results = plan.run_model(spec, cells, plan_settings(grid))
     status = set(status_variables(()))
     assert all(set(result) == set(VARIABLES) - status for result in results)
+
+
+TINY_SPEC = tasks.ModelSpec("dirichlet", 3, 0, {"alpha": 0.5, "n_observations": 3})
+"""3 states, 3 symbols: 3^7 paths over 7 steps, few enough to enumerate."""
+
+
+@pytest.mark.parametrize(("method", "setting"), [("topp", 0.6), ("topk", 2.0), ("lowrank", 1.0)])
+def test_smooth_and_decode_cells_against_every_path(method, setting):
+    """Every stored number of a smooth and a decode cell from the enumeration of every state
+    path of the exact and the approximate model, on filter's observations (these cases have
+    no observation the approximation makes impossible: such a step counts as unobserved)."""
+    model = tasks.build(TINY_SPEC)
+    built = tasks.build_approximation(model, method=method, setting=setting)
+    mixed = tasks.mixing(model, exact=True)
+    references = {
+        mode: tasks.reference(model, mode=mode, horizon=6, observe_every=1, seed=0, run=True)
+        for mode in ("filter", "smooth", "decode")
+    }
+    observed = references["filter"].observations
+    for reference in references.values():
+        np.testing.assert_array_equal(reference.observations, observed)
+    smooth, decode = (
+        tasks.run_cell(model, built, references[mode], mixed, mode=mode, timing=TIMING)
+        for mode in ("smooth", "decode")
+    )
+    assert smooth["zero_evidence"] == decode["zero_evidence"] == 0
+
+    def enumerated(hmm):
+        logs = brute_force.symbol_log_likelihoods(toarray(hmm.emission), observed)
+        posteriors, evidence, _ = brute_force.smoothing(hmm.prior, toarray(hmm.transition), logs)
+        path, _ = brute_force.viterbi(hmm.prior, toarray(hmm.transition), logs)
+        return logs, posteriors, evidence, path
+
+    logs, posteriors, evidence, path = enumerated(model.hmm)
+    _, approximate_posteriors, approximate_evidence, approximate_path = enumerated(
+        built.approximation.hmm
+    )
+    tv = total_variation(posteriors, approximate_posteriors)
+    np.testing.assert_allclose(smooth["tv"], tv, rtol=0, atol=1e-12)
+    assert smooth["tv_max"] == pytest.approx(tv.max(), abs=1e-12) and tv.max() > 0.01
+    assert smooth["log_evidence"] == pytest.approx(evidence, rel=1e-12)
+    assert smooth["log_evidence_error"] == pytest.approx(approximate_evidence - evidence, abs=1e-10)
+    every, weights = brute_force.paths(model.hmm.prior, toarray(model.hmm.transition), logs)
+    weight = dict(zip(map(tuple, every), weights, strict=True))
+    differ = path != approximate_path
+    assert decode["path_disagreement"] == differ.mean()
+    assert decode["paths_equal"] == float(not differ.any())
+    gap = weight[tuple(path)] - weight[tuple(approximate_path)]
+    assert decode["log_probability_gap"] == pytest.approx(gap, abs=1e-10)
+    assert decode["log_probability_gap"] >= -1e-12
+    assert differ.any() == (method != "topk")  # topk 2 keeps the path, the others do not
+
+
+NOT_PRODUCED = {
+    "predict": {"tv_max", "log_evidence", "log_evidence_error", "impossible_observations"},
+    "filter": {"tv_max", "certificate"},
+    "smooth": {"certificate", "work"},
+    "decode": {"tv", "tv_max", "certificate", "work", "log_evidence", "log_evidence_error"},
+}
+"""What each mode does not produce, besides the measures of the other modes' own."""
+DECODED = {"path_disagreement", "log_probability_gap", "paths_equal"}
+
+
+def _all_nan(values: dict) -> set[str]:
+    return {name for name, value in values.items() if np.isnan(np.asarray(value, float)).all()}
+
+
+def test_what_a_mode_does_not_produce_is_nan_and_its_missing_attribute_says_so(model):
+    """In every mode, the variables NaN in a cell with an exact reference are exactly those
+    the mode does not produce, each named by its ``missing`` attribute; belief pruning has no
+    smoothing or Viterbi run, and the variables it leaves NaN name it."""
+    built = tasks.build_approximation(model, method="topp", setting=0.8)
+    pruned = tasks.build_approximation(model, method="topp_states", setting=0.9)
+    mixed = tasks.mixing(model, exact=True)
+    for mode in MODES:
+        exact = tasks.reference(model, mode=mode, horizon=8, observe_every=2, seed=3, run=True)
+        values = tasks.run_cell(model, built, exact, mixed, mode=mode, timing=TIMING, estimate=1.0)
+        expected = NOT_PRODUCED[mode] | (set() if mode == "decode" else DECODED)
+        assert _all_nan(values) == expected, mode
+        for name in expected:
+            missing = VARIABLES[name].missing
+            assert mode in missing or "NaN outside" in missing, (mode, name, missing)
+        if mode not in ("smooth", "decode"):
+            continue
+        assert values["repeats"] == 2 and np.isfinite(values["speedup"])
+        assert np.isnan(values["runtime_approx"][:-1]).all()  # a whole run's time: at the end
+        unrun = tasks.run_cell(model, pruned, exact, mixed, mode=mode, timing=TIMING, estimate=1.0)
+        assert unrun["repeats"] == 0
+        for name in _all_nan(unrun) - _all_nan(values):
+            assert "topp_states" in VARIABLES[name].missing, (mode, name)
+        assert {"tv", "zero_evidence", "speedup", "runtime_approx"} <= _all_nan(unrun)

@@ -19,7 +19,8 @@ from pipeline.models import FAMILIES, family_parameters
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
 """The configs the package ships (``pipeline/conf``): Hydra's ``config.yaml`` and
 experiments, the relational specs and the default ``dask_cluster.yaml``."""
-MODES = ("predict", "filter")
+DEFAULT_MODES = ("predict", "filter")
+"""The modes of a grid that names none (``pipeline.results.methods.MODES`` lists every mode)."""
 
 
 @dataclass
@@ -39,8 +40,9 @@ class GridConfig:
     """Steps after the prior: beliefs and errors are stored for t = 0..horizon."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """Random seeds: of a seeded family's model and of the sampled observations."""
-    modes: list[str] = field(default_factory=lambda: list(MODES))
-    """Inference modes: ``predict`` (no observations) and ``filter`` (observed paths)."""
+    modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
+    """Inference modes: ``predict`` (no observations), ``filter`` (observed paths), ``smooth``
+    (every step's posterior given the whole path) and ``decode`` (the Viterbi path)."""
     observe_every: int = 5
     """Filtering observes a symbol at every step t with t % observe_every == 0."""
 

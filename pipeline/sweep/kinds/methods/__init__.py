@@ -20,7 +20,6 @@ from pipeline.models import FAMILIES, ParameterError, check_model, verify_model
 from pipeline.results import methods as results
 from pipeline.sweep.cluster import MEMORY, memory_resource
 from pipeline.sweep.config import ConfigError, check_list
-from pipeline.sweep.config.schema import MODES
 from pipeline.sweep.kinds.methods import memory, plan
 from pipeline.sweep.kinds.methods.grid import (
     Cell,
@@ -103,10 +102,11 @@ def validate(cfg) -> None:
     check_list("grid.seeds", grid.seeds, int, "integers >= 0")
     if min(grid.seeds) < 0:
         raise ConfigError("grid.seeds", f"{min(grid.seeds)} is negative; allowed: integers >= 0")
-    check_list("grid.modes", grid.modes, str, ", ".join(MODES))
+    allowed = ", ".join(results.MODES)
+    check_list("grid.modes", grid.modes, str, allowed)
     for mode in grid.modes:
-        if mode not in MODES:
-            raise ConfigError("grid.modes", f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
+        if mode not in results.MODES:
+            raise ConfigError("grid.modes", f"unknown mode {mode!r}; allowed: {allowed}")
     if grid.observe_every < 1:
         raise ConfigError(
             "grid.observe_every", f"{grid.observe_every} is not allowed; allowed: integers >= 1"
@@ -135,13 +135,13 @@ def verify(grid: MethodsGrid) -> None:
 def check_memory(grid: MethodsGrid, limit: int) -> None:
     """Raise ``ConfigError`` naming the largest cell whose estimated memory
     (``memory.estimate``) passes ``limit``, a worker's, and what to do."""
-    variants = [(m, s) for m in grid.methods for s in grid.settings[m]]
+    variants = [(m, s, mode) for m in grid.methods for s in grid.settings[m] for mode in grid.modes]
     worst = None
     for family in grid.families:
         for n in grid.sizes[family]:
-            for method, setting in variants:
+            for method, setting, mode in variants:
                 found = memory.estimate(
-                    family, n, grid.params[family], method, setting, grid.horizon + 1
+                    family, n, grid.params[family], method, setting, grid.horizon + 1, mode=mode
                 )
                 if found and (worst is None or found.total > worst[0].total):
                     worst = (found, family, n, method, setting)
@@ -197,7 +197,9 @@ def submit(
     def reserve(spec, model_cells: list[Cell]) -> dict | None:
         params, steps = grid.params[spec.family], grid.horizon + 1
         found = [
-            memory.estimate(spec.family, spec.n_states, params, c.method, c.setting, steps)
+            memory.estimate(
+                spec.family, spec.n_states, params, c.method, c.setting, steps, mode=c.mode
+            )
             for c in model_cells
         ]
         largest = max((f.total for f in found if f), default=0)

@@ -66,6 +66,22 @@ class Reader:
         return np.fromfile(self.file, DTYPE, count=(stop - start) * n).reshape(stop - start, n)
 
 
+@contextlib.contextmanager
+def rows_of(history, spans) -> Iterator[Iterator[np.ndarray] | None]:
+    """The rows ``start:stop`` of a history for each ``(start, stop)`` of ``spans``, in that
+    order, while the block runs: sliced from memory (an ndarray) or read from this machine's
+    disk (a ``SpilledHistory``); None where there is nothing to read here (no history, or a
+    file on another machine or not whole)."""
+    opened = history.reader() if isinstance(history, SpilledHistory) else None
+    with opened or contextlib.nullcontext() as reader:
+        if reader is not None:
+            yield (reader.rows(start, stop) for start, stop in spans)
+        elif isinstance(history, np.ndarray):
+            yield (history[start:stop] for start, stop in spans)
+        else:
+            yield None
+
+
 def _local_directory() -> str:
     """The running Dask worker's local directory; outside a worker, the temporary one."""
     with contextlib.suppress(ValueError):  # not in a worker
@@ -87,11 +103,15 @@ class Spill:
             )
             self.file = os.fdopen(descriptor, "wb")
 
-    def write(self, rows: np.ndarray) -> bool:
-        """Append ``rows`` (k, n_states); False once a write has failed (nothing is kept)."""
+    def write(self, rows: np.ndarray, *, start: int | None = None) -> bool:
+        """Append ``rows`` (k, n_states), or write them as rows ``start:start + k`` (a history
+        written latest rows first: smoothing's); False once a write has failed (nothing is
+        kept)."""
         if self.file is None:
             return False
         try:
+            if start is not None:
+                self.file.seek(start * self.shape[1] * DTYPE.itemsize)
             self.file.write(np.ascontiguousarray(rows, dtype=DTYPE).data)
         except OSError:
             self._discard()

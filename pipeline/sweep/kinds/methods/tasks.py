@@ -2,7 +2,9 @@
 
 Pure functions of their arguments (no printing, no I/O but a reference's history too
 large for memory, written to the worker's disk: ``spilled``), so the plan can
-recompute any of them on another worker. Arguments that describe work are
+recompute any of them on another worker. The forward modes (``predict``, ``filter``) are
+measured here, the modes that read the whole sequence (``smooth``, ``decode``) in
+``sequence``, under the same references and timing. Arguments that describe work are
 named, frozen specs passed by keyword. A cell returns its results as a mapping of the
 result variables' names (``pipeline.results.methods.VARIABLES``) to their values: an array
 over t, or a number.
@@ -37,7 +39,7 @@ from pipeline.metrics import (
 from pipeline.models import HMM, build_model
 from pipeline.operators import entries_at, step_work, stored_entries
 from pipeline.sampling import sample
-from pipeline.sweep.kinds.methods import resident, spilled
+from pipeline.sweep.kinds.methods import resident, sequence, spilled
 
 SAMPLING_STREAM = 0x5EED
 """Mixed into the seed of the observation sampler, apart from the model's own draws."""
@@ -92,17 +94,19 @@ def history_steps(steps: int, n_states: int) -> int:
 
 class Reference(NamedTuple):
     """The observations of one model, mode and seed, and their exact run, which every cell
-    of the model, mode and seed is measured against: ``beliefs`` is the whole exact history
-    where it fits ``HISTORY_BYTES``, else that history on the worker's disk
-    (``spilled.SpilledHistory``), or None where it could not be written (each cell then
-    runs exact inference beside its approximation, chunk by chunk) or (``run`` false) is
-    not computed at all."""
+    of the model, mode and seed is measured against: ``beliefs`` (predicted, filtered or,
+    in ``smooth`` mode, smoothed) is the whole exact history where it fits
+    ``HISTORY_BYTES``, else that history on the worker's disk (``spilled.SpilledHistory``),
+    or None where it could not be written (each cell then runs exact inference beside its
+    approximation, chunk by chunk), in ``decode`` mode (``path`` instead) or (``run``
+    false) is not computed at all."""
 
     observations: np.ndarray  # (horizon + 1,), -1 where nothing is observed
-    states: np.ndarray  # (horizon + 1,): the sampled state path (filter), or -1 (predict)
+    states: np.ndarray  # (horizon + 1,): the sampled state path, or -1 (predict)
     beliefs: np.ndarray | spilled.SpilledHistory | None  # (horizon + 1, n_states)
     log_evidence: float
     run: bool
+    path: np.ndarray | None = None  # (horizon + 1,): the exact Viterbi path (decode)
 
 
 class Built(NamedTuple):
@@ -124,8 +128,8 @@ def build(spec: ModelSpec) -> Model:
 def observations(hmm: HMM, *, mode: str, horizon: int, observe_every: int, seed: int):
     """The state path and observation sequence of a mode, each shape (horizon + 1,).
 
-    ``predict``: nothing observed (-1 everywhere, states too). ``filter``: a path
-    sampled from the exact model with ``seed``, observed at steps
+    ``predict``: nothing observed (-1 everywhere, states too). ``filter``, ``smooth`` and
+    ``decode``: the same path sampled from the exact model with ``seed``, observed at steps
     ``t % observe_every == 0``.
     """
     if mode == "predict":
@@ -144,14 +148,22 @@ def reference(
     observations are drawn: the cells then measure the approximation alone and
     its error through the certificate. A history too large to keep whole is computed
     chunk by chunk (``history_steps``) and written to the worker's disk as it goes.
+    ``smooth`` keeps the smoothed posteriors so, ``decode`` the Viterbi path (none, and
+    ``run`` false, where the exact model has no max-product step).
     """
     states, observed = observations(
         model.hmm, mode=mode, horizon=horizon, observe_every=observe_every, seed=seed
     )
     if not run:
         return Reference(observed, states, None, np.nan, run)
+    if mode == "decode":
+        path = sequence.decode_reference(model.hmm, observed)
+        return Reference(observed, states, None, np.nan, path is not None, path)
     n = model.hmm.n_states
     chunk = history_steps(observed.size, n)
+    if mode == "smooth":
+        history, log_evidence = sequence.smooth_reference(model.hmm, observed, chunk)
+        return Reference(observed, states, history, log_evidence, run)
     if chunk >= observed.size:
         result = filtering(model.hmm, observed)
         return Reference(observed, states, result.beliefs, result.log_evidence, run)
@@ -243,15 +255,29 @@ def _elapsed(hmm: HMM, observed: np.ndarray, prune: float) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def _timed_runs(model: Model, approximation: Approximation, exact: Reference, timing: Timing):
-    """Exact and approximate runs alternating (exact first on even repeats), BLAS and numba's
-    parallel steps fixed to ``timing.threads``, until ``timing.repeats`` pairs and
-    ``timing.min_seconds`` (at most ``timing.max_repeats``). Returns the cumulative seconds
-    of every step of the exact runs (none without a reference) and of the approximate runs;
-    with timing off, none."""
+def _runner(mode: str, observed: np.ndarray):
+    """``run(hmm, prune)``: one run of ``mode`` on ``observed``, its cumulative seconds per
+    step (the sequence modes: the whole run's, at the last step)."""
+    if mode in sequence.MODES:
+        return lambda hmm, prune: sequence.elapsed(
+            mode, hmm, observed, history_steps(observed.size, hmm.n_states)
+        )
+    return lambda hmm, prune: _elapsed(hmm, observed, prune)
+
+
+def _timed_runs(
+    model: Model, approximation: Approximation, exact: Reference, timing: Timing, mode: str
+):
+    """Exact and approximate runs of ``mode`` alternating (exact first on even repeats), BLAS
+    and numba's parallel steps fixed to ``timing.threads``, until ``timing.repeats`` pairs
+    and ``timing.min_seconds`` (at most ``timing.max_repeats``). Returns the cumulative
+    seconds of every step of the exact runs (none without a reference) and of the
+    approximate runs; with timing off, or an approximation without a run in ``mode``
+    (``sequence.runs``), none."""
     runs: dict[str, list] = {"exact": [], "approx": []}
-    if not timing.enabled:
+    if not timing.enabled or (mode in sequence.MODES and not sequence.runs(approximation, mode)):
         return runs["exact"], runs["approx"]
+    run = _runner(mode, exact.observations)
     pair = ("exact", "approx") if exact.run else ("approx",)
     start = time.perf_counter()
     with _timing_threads(timing):
@@ -261,10 +287,9 @@ def _timed_runs(model: Model, approximation: Approximation, exact: Reference, ti
         ):
             for which in pair if len(runs["approx"]) % 2 == 0 else pair[::-1]:
                 if which == "exact":
-                    runs[which].append(_elapsed(model.hmm, exact.observations, 1.0))
+                    runs[which].append(run(model.hmm, 1.0))
                 else:
-                    hmm, prune = approximation.hmm, approximation.prune
-                    runs[which].append(_elapsed(hmm, exact.observations, prune))
+                    runs[which].append(run(approximation.hmm, approximation.prune))
     return runs["exact"], runs["approx"]
 
 
@@ -284,14 +309,11 @@ def _exact_chunks(model: Model, exact: Reference, chunk: int) -> Iterator[Iterat
     """The exact side of ``_accuracy``: for each chunk of ``chunk`` steps, its beliefs
     (c, n_states) and the log evidence so far, read from the reference's history (in
     memory or on this machine's disk), else computed here; NaN without an exact run."""
-    history, steps = exact.beliefs, exact.observations.size
-    starts = range(0, steps, chunk)
-    opened = history.reader() if isinstance(history, spilled.SpilledHistory) else None
-    with opened or contextlib.nullcontext() as reader:
-        if reader is not None:
-            yield ((reader.rows(k, min(k + chunk, steps)), exact.log_evidence) for k in starts)
-        elif isinstance(history, np.ndarray):
-            yield ((history[k : k + chunk], exact.log_evidence) for k in starts)
+    steps = exact.observations.size
+    spans = [(start, min(start + chunk, steps)) for start in range(0, steps, chunk)]
+    with spilled.rows_of(exact.beliefs, spans) as rows:
+        if rows is not None:
+            yield ((beliefs, exact.log_evidence) for beliefs in rows)
         elif exact.run:
             parts = filtering_chunks(model.hmm, exact.observations, chunk=chunk)
             yield ((part.beliefs, part.log_evidence) for part in parts)
@@ -354,6 +376,48 @@ def _impossible(hmm: HMM, exact: Reference) -> float:
     return float(np.mean(kept == 0))
 
 
+def _forward_measures(
+    model: Model, approximation: Approximation, exact: Reference, mixed: Mixing, *, mode, timing
+) -> dict[str, object]:
+    """What a cell of ``predict`` or ``filter`` measures against its reference (``_accuracy``):
+    TV at every step, the certificate (prediction only), the work of a step and the evidence
+    (filtering only)."""
+    accuracy = _accuracy(model, approximation, exact, timing)
+    filtered = mode == "filter"
+    certificate = tv_certificate(mixed.gamma, accuracy.errors)
+    return {
+        "tv": accuracy.tv,
+        "tv_max": np.nan,
+        "certificate": np.full(certificate.shape, np.nan) if filtered else certificate,
+        "work": float(np.mean(accuracy.work)) if accuracy.work else np.nan,
+        "log_evidence": accuracy.log_evidence if filtered else np.nan,
+        "log_evidence_error": (
+            accuracy.log_evidence_approx - accuracy.log_evidence if filtered else np.nan
+        ),
+        "zero_evidence": accuracy.zero_evidence,
+        "path_disagreement": np.nan,
+        "log_probability_gap": np.nan,
+        "paths_equal": np.nan,
+    }
+
+
+def _sequence_measures(
+    model: Model, approximation: Approximation, exact: Reference, mixed: Mixing, *, mode, timing
+) -> dict[str, object]:
+    """What a cell of ``smooth`` or ``decode`` measures against its reference (``sequence``);
+    no certificate and no work per step: they are the forward recursion's."""
+    steps = exact.observations.size
+    threads = functools.partial(_timing_threads, timing)
+    if mode == "smooth":
+        history = history_steps(steps, model.hmm.n_states)
+        found = sequence.smooth_measures(
+            model.hmm, approximation, exact, history=history, threads=threads
+        )
+    else:
+        found = sequence.decode_measures(model.hmm, approximation, exact, threads=threads)
+    return found | {"certificate": np.full(steps, np.nan), "work": np.nan}
+
+
 def run_cell(
     model: Model,
     built: Built,
@@ -368,36 +432,36 @@ def run_cell(
 
     The speedup is a ratio of runs made moments apart: the median over
     repeats of the per-repeat ratio of total runtimes. Runtimes are cumulative
-    per step (median, min and max over repeats). Without an exact run
+    per step (median, min and max over repeats; the sequence modes time whole runs, stored
+    at the last step). Without an exact run
     (``exact.run`` false) only the approximation is timed and TV, speedup
     and evidence error are NaN: the certificate is then the measure of the
-    error. Bounds are for prediction; the certificate is NaN when filtering. The
+    error. Bounds are for prediction; the certificate is NaN with observations. The
     accuracy pass holds the approximate run against the exact one chunk by chunk
-    (``_accuracy``), the timing pass runs each side alone (``_timed_runs``). The worker's peak
-    resident memory while the cell runs is stored beside its ``estimate`` (bytes, NaN: none).
+    (``_forward_measures``, ``_sequence_measures``), the timing pass runs each side alone
+    (``_timed_runs``). The worker's peak resident memory while the cell runs is stored
+    beside its ``estimate`` (bytes, NaN: none).
     """
     measured = resident.reset_peak()
     approximation = built.approximation
-    accuracy = _accuracy(model, approximation, exact, timing)
-    exact_runs, approx_runs = _timed_runs(model, approximation, exact, timing)
+    measure = _sequence_measures if mode in sequence.MODES else _forward_measures
+    values = measure(model, approximation, exact, mixed, mode=mode, timing=timing)
+    exact_runs, approx_runs = _timed_runs(model, approximation, exact, timing, mode)
     steps = exact.observations.size
     untimed = np.full((1, steps), np.nan)
     approx_time = np.array(approx_runs) if approx_runs else untimed
     exact_time = np.array(exact_runs) if exact_runs else untimed
     eps, start = approximation.step_error, approximation.start_error
     bounds = error_bounds(min(eps, 1.0), mixed.gamma, np.arange(steps), start=min(start, 1.0))
-    filtered = mode == "filter"
-    certificate = tv_certificate(mixed.gamma, accuracy.errors)
     runtimes = {
         f"runtime_{run}{suffix}": statistic(times, axis=0)
         for run, times in (("exact", exact_time), ("approx", approx_time))
         for suffix, statistic in (("", np.median), ("_min", np.min), ("_max", np.max))
     }
     return {
-        "tv": accuracy.tv,
+        **values,
         "bound": bounds["recursive"],
         "bound_linear": bounds["linear"],
-        "certificate": np.full(steps, np.nan) if filtered else certificate,
         **runtimes,
         "bound_mixing": float(bounds["mixing"][0]),
         "eps": eps,
@@ -405,12 +469,6 @@ def run_cell(
         "eps_mean": float(approximation.row_error.mean()) + approximation.prune_error,
         "speedup": float(np.median(exact_time[:, -1] / approx_time[:, -1])),
         "repeats": len(approx_runs),
-        "work": float(np.mean(accuracy.work)) if accuracy.work else np.nan,
-        "log_evidence": accuracy.log_evidence if filtered else np.nan,
-        "log_evidence_error": (
-            accuracy.log_evidence_approx - accuracy.log_evidence if filtered else np.nan
-        ),
-        "zero_evidence": accuracy.zero_evidence,
         "impossible_observations": _impossible(approximation.hmm, exact),
         "sparsity": built.sparsity,
         "stored_entries": built.stored_entries,
