@@ -22,7 +22,10 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from pipeline.analysis.readings import (
     COSTS,
     MODE_TITLES,
+    STEP_MODES,
+    TV_MODES,
     label,
+    modes_of,
     pareto,
     payoff,
     points,
@@ -56,15 +59,17 @@ COLUMNS = 4
 """Panels side by side at most: more wrap into further rows, so a figure stays readable."""
 
 
-def _grid(ds: xr.Dataset, title: str):
-    """A figure with one panel per model and mode, the modes of a model side by side,
-    wrapped into rows of at most ``COLUMNS`` panels.
+def _grid(ds: xr.Dataset, title: str, modes: list[str]):
+    """A figure with one panel per model and each of ``modes``, the modes of a model side by
+    side, wrapped into rows of at most ``COLUMNS`` panels that start with a model.
 
     Returns the figure and its panels as ``(axis, family, n_states, mode)``.
     """
-    pairs, modes = models(ds), [str(m) for m in ds["mode"].values]
+    pairs = models(ds)
     wanted = [(family, n, mode) for family, n in pairs for mode in modes]
-    columns = min(COLUMNS, len(wanted))
+    # as many whole models as fit a row, so a model's modes stay side by side (3 modes: 3)
+    whole = max(1, COLUMNS // len(modes)) * len(modes) if len(modes) <= COLUMNS else COLUMNS
+    columns = min(whole, len(wanted))
     rows = -(-len(wanted) // columns)
     figure = Figure(figsize=(PANEL[0] * columns, PANEL[1] * rows + 0.8), layout="constrained")
     axes = figure.subplots(rows, columns, squeeze=False).ravel()
@@ -84,7 +89,7 @@ def _line(style: dict, t: np.ndarray) -> dict:
     return {"color": style["color"], "marker": style["marker"], "markevery": max(1, len(t) // 6)}
 
 
-def _legend(
+def legend(
     figure: Figure, ds: xr.Dataset, extra: list | None = None, *, markers: bool = False
 ) -> None:
     """One entry per method and setting, drawn as the panels draw them: a marker alone
@@ -137,12 +142,14 @@ def _readable_log(axis, name: str) -> None:
 
 
 def runtime_figure(ds: xr.Dataset) -> Figure:
-    """Cumulative runtime against the time step: exact vs each approximation (Figures 1, 2)."""
+    """Cumulative runtime against the time step: exact vs each approximation (Figures 1, 2),
+    for the modes clocked step by step (``STEP_MODES``)."""
     figure, panels = _grid(
         ds,
         "Cumulative runtime of exact and approximate inference\n"
         "lines: median over repeats and seeds; bands: a run's min to max over its repeats "
         "(median over seeds)",
+        modes_of(ds, STEP_MODES),
     )
     t = ds["t"].values
     pooled = ("method", "setting", "seed")
@@ -172,17 +179,19 @@ def runtime_figure(ds: xr.Dataset) -> Figure:
             )
         axis.set(xlabel="time step t", ylabel="cumulative runtime [s]")
         log_scale(axis, "y")
-    _legend(figure, ds, [Line2D([], [], color="black", label="exact")])
+    legend(figure, ds, [Line2D([], [], color="black", label="exact")])
     return figure
 
 
 def tv_figure(ds: xr.Dataset) -> Figure:
-    """Measured TV against the time step with the bounds of Section 4, per method and setting."""
+    """Measured TV against the time step with the bounds of Section 4, per method and setting,
+    for the modes that store TV (``TV_MODES``)."""
     figure, panels = _grid(
         ds,
         "Total variation between exact and approximate beliefs; bounds (prediction only)\n"
         "solid: measured (median over seeds); thick faint: online certificate; dashed: "
         "recursion; dotted: Corollary 1; dash-dot: Theorem 4.3",
+        modes_of(ds, TV_MODES),
     )
     t = ds["t"].values
     for axis, family, n, mode in panels:
@@ -206,8 +215,20 @@ def tv_figure(ds: xr.Dataset) -> Figure:
                 linewidth=1,
             )
         axis.set(ylim=(0, 1.05), xlabel="time step t", ylabel="total variation")
-    _legend(figure, ds)
+    legend(figure, ds)
     return figure
+
+
+MODE_LINES = {"predict": "-", "filter": "--", "smooth": "-.", "decode": ":"}
+"""The line style of each mode where one panel holds several."""
+MODE_STYLE_NAMES = {"-": "solid", "--": "dashed", "-.": "dash-dot", ":": "dotted"}
+
+
+def _mode_lines_text(ds: xr.Dataset) -> str:
+    """What each line style of the run's modes means, two modes a line: "solid: predict,
+    dashed: filter\ndash-dot: smooth, dotted: decode; grey: 1x"."""
+    said = [f"{MODE_STYLE_NAMES[MODE_LINES[m]]}: {m}" for m in modes_of(ds, tuple(MODE_LINES))]
+    return "\n".join(", ".join(said[k : k + 2]) for k in range(0, len(said), 2)) + "; grey: 1x"
 
 
 def sparsity_speedup_figure(ds: xr.Dataset) -> Figure:
@@ -220,7 +241,7 @@ def sparsity_speedup_figure(ds: xr.Dataset) -> Figure:
         model = top.sel(family=family, n_states=n, setting=p)
         name = f"{family}, n={n}"
         left.plot(p, model["sparsity"].median("seed"), marker="o", color=f"C{k}", label=name)
-        for mode, style in (("predict", "-"), ("filter", "--")):
+        for mode, style in MODE_LINES.items():
             if mode in ds["mode"].values:
                 speedup = model["speedup"].sel(mode=mode).median("seed")
                 right.plot(
@@ -240,8 +261,7 @@ def sparsity_speedup_figure(ds: xr.Dataset) -> Figure:
     right.set(
         xlabel="p",
         ylabel="speedup (exact runtime / top-p runtime)",
-        title="Speedup of top-p inference over the whole horizon\n"
-        "solid: prediction, dashed: filtering; grey: break-even",
+        title="Speedup of top-p inference over the whole horizon\n" + _mode_lines_text(ds),
     )
     log_scale(right, "y")
     left.legend(fontsize="small")
@@ -264,7 +284,10 @@ def payoff_figure(ds: xr.Dataset) -> Figure:
     modes = [str(m) for m in ds["mode"].values]
     figure = Figure(figsize=(5.5 * len(modes), 4.8 + 0.25 * len(models(ds))), layout="constrained")
     axes = figure.subplots(1, len(modes), squeeze=False, sharey=True)[0]
-    figure.suptitle("When top-p pays: speedup against the fraction of transitions kept")
+    figure.suptitle(
+        "When top-p pays: speedup against the fraction of transitions kept\n"
+        "dashed: least-squares fit; dotted: break-even, where the fit crosses 1x (grey)"
+    )
     for axis, mode in zip(axes, modes, strict=True):
         for k, (family, n) in enumerate(models(ds)):
             cells = payoff(ds.sel(family=family, n_states=n), mode)
@@ -281,7 +304,7 @@ def payoff_figure(ds: xr.Dataset) -> Figure:
             xlabel="fraction of transitions kept (1 - sparsity)",
             ylabel="speedup (exact runtime / top-p runtime)",
             title=f"{MODE_TITLES[mode]}: fit speedup = {fit.scale:.3g} kept^{fit.exponent:.2f}\n"
-            f"dashed: fit; dotted: break-even at kept = {break_even_text(fit)}; grey: 1x",
+            f"break-even at kept = {break_even_text(fit)}",
         )
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside lower center", ncols=4, fontsize="small")
@@ -298,7 +321,7 @@ def pareto_figure(ds: xr.Dataset, cost: str = "runtime") -> Figure:
     """
     scale = 1e6 if cost == "runtime" else 1.0
     unit = COSTS[cost] + (" [us]" if cost == "runtime" else "")
-    pairs, modes = models(ds), [str(m) for m in ds["mode"].values]
+    pairs, modes = models(ds), modes_of(ds, STEP_MODES)
     figure = Figure(figsize=(4.6 * len(modes), 3.0 * len(pairs) + 1.4), layout="constrained")
     axes = figure.subplots(len(pairs), len(modes), squeeze=False)
     figure.suptitle(
@@ -335,7 +358,7 @@ def pareto_figure(ds: xr.Dataset, cost: str = "runtime") -> Figure:
             axis.margins(0.08)  # no marker cut by the frame
             log_scale(axis, "x")
     extra = [Line2D([], [], color="black", marker="*", linestyle="", label="exact")]
-    _legend(figure, ds, extra if cost == "runtime" else None, markers=True)
+    legend(figure, ds, extra if cost == "runtime" else None, markers=True)
     return figure
 
 

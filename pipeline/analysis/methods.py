@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from pipeline.analysis import sequence
 from pipeline.analysis.figures import (
     Analysis,
     pareto_figure,
@@ -22,7 +23,13 @@ from pipeline.analysis.figures import (
     tv_figure,
 )
 from pipeline.analysis.paper import compare
-from pipeline.analysis.readings import EXACT_TRANSITIONS, run_lines
+from pipeline.analysis.readings import (
+    EXACT_TRANSITIONS,
+    STEP_MODES,
+    TV_MODES,
+    modes_of,
+    run_lines,
+)
 from pipeline.analysis.tables import (
     filtering_table,
     front_table,
@@ -121,7 +128,7 @@ UNKNOWN_STORED = "the numbers the transition matrix of {method} (a plug-in) stor
 
 
 def _comparison_lines(ds: xr.Dataset) -> list[str]:
-    if len({m for m, _ in variants(ds)}) < 2:
+    if len({m for m, _ in variants(ds)}) < 2 or not modes_of(ds, STEP_MODES):
         return []
     methods = list(dict.fromkeys(method for method, _ in variants(ds)))
     pruning = EXACT_TRANSITIONS.intersection(methods)
@@ -255,6 +262,8 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
         *_paper_lines(ds),
         *_comparison_lines(ds),
         *_filtering_lines(ds),
+        *sequence.smoothing_lines(ds),
+        *sequence.decoding_lines(ds),
         *_payoff_lines(ds),
         "## Minimal mixing rate",
         "",
@@ -285,10 +294,14 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
 
 def analyze(ds: xr.Dataset, store: Path, out: Path) -> Analysis:
     """Write the figures and ``report.md`` of a methods store to ``out``; their paths."""
-    figures = {"runtime.png": runtime_figure(ds), "tv.png": tv_figure(ds)}
-    if len({m for m, _ in variants(ds)}) > 1:
+    stepped = bool(modes_of(ds, STEP_MODES))
+    figures = {"runtime.png": runtime_figure(ds)} if stepped else {}
+    if modes_of(ds, TV_MODES):
+        figures["tv.png"] = tv_figure(ds)
+    if stepped and len({m for m, _ in variants(ds)}) > 1:
         figures["pareto.png"] = pareto_figure(ds)
         figures["pareto_size.png"] = pareto_figure(ds, "stored")
+    figures.update(sequence.figures(ds))
     if any(m == "topp" for m, _ in variants(ds)):
         figures["sparsity_speedup.png"] = sparsity_speedup_figure(ds)
         figures["payoff.png"] = payoff_figure(ds)

@@ -17,7 +17,23 @@ METHOD_TITLES = {
     "lowrank": "low-rank",
     "banded_lowrank": "banded low-rank",
 }
-MODE_TITLES = {"predict": "prediction", "filter": "filtering"}
+MODE_TITLES = {
+    "predict": "prediction",
+    "filter": "filtering",
+    "smooth": "smoothing",
+    "decode": "Viterbi decoding",
+}
+STEP_MODES = ("predict", "filter")
+"""The modes whose runs are clocked step by step and whose TV at the last step is the error
+the run carries: the runtime figure and the fronts read these (smoothing's last step is
+filtering's; its error is read over every step, and decoding's as paths)."""
+TV_MODES = ("predict", "filter", "smooth")
+"""The modes that store TV at every step."""
+
+
+def modes_of(ds: xr.Dataset, wanted: tuple[str, ...]) -> list[str]:
+    """The modes of the run among ``wanted``, in the run's order."""
+    return [str(mode) for mode in ds["mode"].values if str(mode) in wanted]
 
 
 def run_lines(attrs: dict, threads: str) -> list[str]:

@@ -16,7 +16,9 @@ from pipeline.analysis.readings import (
     COSTS,
     METHOD_TITLES,
     MODE_TITLES,
+    STEP_MODES,
     label,
+    modes_of,
     pareto,
     payoff,
     points,
@@ -25,7 +27,8 @@ from pipeline.results.base import finite_median
 from pipeline.results.methods import cells, models, variants
 
 
-def _markdown(header: list[str], rows: list[list[str]]) -> str:
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """``rows`` under ``header`` as a Markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
@@ -57,7 +60,7 @@ def mixing_table(ds: xr.Dataset) -> str:
             cells.append(f"{bound:.5g} ({'informative' if bound < 1 else 'trivial'})")
         doeblin = finite_median(model["doeblin"])
         rows.append([f"{family}, n={n}", f"{gamma:.5g}", method, f"{doeblin:.5g}", *cells])
-    return _markdown(header, rows)
+    return markdown_table(header, rows)
 
 
 def memory_table(ds: xr.Dataset) -> str:
@@ -80,7 +83,7 @@ def memory_table(ds: xr.Dataset) -> str:
         model = f"{cell['family']}, n={cell['n_states']}"
         method = label(cell["method"], cell["setting"])
         rows.append([model, method, f"{estimate / 2**30:.2f}", measured, ratio])
-    return _markdown(header, rows) if rows else ""
+    return markdown_table(header, rows) if rows else ""
 
 
 def payoff_table(ds: xr.Dataset) -> str:
@@ -100,7 +103,7 @@ def payoff_table(ds: xr.Dataset) -> str:
                 span,
             ]
         )
-    return _markdown(header, rows)
+    return markdown_table(header, rows)
 
 
 def _point(point, cost: str = "runtime") -> str:
@@ -111,7 +114,8 @@ def _point(point, cost: str = "runtime") -> str:
 
 
 def front_table(ds: xr.Dataset, cost: str = "runtime") -> str:
-    """Per model and mode: the Pareto front against ``cost`` (``COSTS``), cheapest first.
+    """Per model and mode clocked step by step (``STEP_MODES``): the Pareto front against
+    ``cost`` (``COSTS``), cheapest first.
 
     Each listed point is the most accurate method at its cost: every cheaper
     point has a larger TV at the last step. The last lines count how often
@@ -121,7 +125,7 @@ def front_table(ds: xr.Dataset, cost: str = "runtime") -> str:
     header = ["family", "n_states", "mode", f"most accurate at each {COSTS[cost]} ({unit}, TV)"]
     rows, on_front = [], {}
     for family, n in models(ds):
-        for mode in ds["mode"].values:
+        for mode in modes_of(ds, STEP_MODES):
             front = pareto(points(ds, family, n, str(mode)), cost)
             on_front.setdefault(family, Counter()).update(
                 p.method for p in front if p.method != "exact"
@@ -134,7 +138,7 @@ def front_table(ds: xr.Dataset, cost: str = "runtime") -> str:
                     " < ".join(_point(p, cost) for p in front),
                 ]
             )
-    table = _markdown(header, rows)
+    table = markdown_table(header, rows)
     summary = [
         f"- {family}: "
         + (
@@ -200,7 +204,7 @@ def filtering_table(ds: xr.Dataset) -> str:
         )
     if not rows:
         return "No cell's filtering error is above 0.2 and 3x its prediction error."
-    return _markdown(header, rows)
+    return markdown_table(header, rows)
 
 
 def paper_table(rows: list) -> str:
@@ -227,4 +231,4 @@ def paper_table(rows: list) -> str:
                 row.reason,
             ]
         )
-    return _markdown(header, lines)
+    return markdown_table(header, lines)

@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 from pipeline.analysis import analyze, methods
 from pipeline.analysis.paper import CLAIMS, PAPER_SIZES, READINGS, compare
 from pipeline.analysis.readings import EXACT_TRANSITIONS, Point, pareto, payoff, points
+from pipeline.analysis.sequence import decoding_table, smoothing_table
 from pipeline.analysis.tables import filtering_table, front_table, mixing_table, payoff_table
 from pipeline.analyze import main
 from pipeline.methods import BUILTIN
@@ -26,6 +27,8 @@ FIGURES = (
     "tv.png",
     "pareto.png",
     "pareto_size.png",
+    "smoothing.png",
+    "decoding.png",
     "sparsity_speedup.png",
     "payoff.png",
 )
@@ -46,6 +49,12 @@ def test_analysis_of_a_smoke_store(smoke, tmp_path):
     assert "| quantity |" not in paper
     payoff_rows = text.split("## When top-p pays")[1].split("## Minimal mixing rate")[0]
     assert "| prediction | 24 |" in payoff_rows and "| filtering | 24 |" in payoff_rows  # 3x2x2x2
+    assert "| smoothing | 24 |" in payoff_rows and "| Viterbi decoding | 24 |" in payoff_rows
+    smoothing = text.split("## Smoothing")[1].split("## Viterbi decoding")[0]
+    assert smoothing.count("| bell, n=") == 2 * 5  # every method but belief pruning
+    assert "6 of the combinations of model, method and setting have no value" in smoothing
+    decoding = text.split("## Viterbi decoding")[1].split("## When top-p pays")[0]
+    assert decoding.count("| dirichlet, n=") == 2 * 5
     fronts = text.split("## Which approximation pays")[1].split("## When top-p pays")[0]
     by_runtime, by_size = fronts.split("numbers its transition matrix stores")
     assert by_runtime.count("| bell | ") == 4 and "exact (" in by_runtime  # 2 sizes x 2 modes
@@ -352,3 +361,62 @@ def test_filtering_failures_are_explained_from_the_store():
     assert "3 observations had zero probability" in filtering_table(ds)
     ds["tv"].loc[{"mode": "filter"}] = 0.1
     assert filtering_table(ds).startswith("No cell's filtering error")
+
+
+def sequence_dataset(modes="[predict,filter,smooth,decode]"):
+    """One model, top-p at 0.5 and 0.9 and belief pruning, three seeds, with known smoothing
+    and decoding results (belief pruning has none)."""
+    grid = MethodsGrid.from_config(
+        composed(
+            "grid.families=[bell]",
+            "grid.n_states=[20]",
+            "grid.methods={topp:[0.5,0.9],topp_states:[0.9]}",
+            "grid.seeds=[0,1,2]",
+            f"grid.modes={modes}",
+        )
+    )
+    ds, _ = template(SCHEMA, grid, {})
+    ds["done"] = ds["done"] | ds["in_grid"]
+    if "smooth" not in modes:
+        return ds
+    rough, fine = {"method": "topp", "setting": 0.5}, {"method": "topp", "setting": 0.9}
+    smooth, decode = {"mode": "smooth"}, {"mode": "decode"}
+    ds["tv_max"].loc[{**rough, **smooth}] = [0.4, 0.5, 0.6]
+    ds["tv_max"].loc[{**fine, **smooth}] = 0.05
+    ds["tv"].loc[{**rough, "mode": "filter", "t": 10}] = 0.3
+    ds["speedup"].loc[{**rough, **smooth}] = 2.0
+    ds["path_disagreement"].loc[{**rough, **decode}] = [0.2, 0.3, 0.4]
+    ds["log_probability_gap"].loc[{**rough, **decode}] = [1.0, 2.0, np.inf]
+    ds["paths_equal"].loc[{**rough, **decode}] = 0.0
+    ds["path_disagreement"].loc[{**fine, **decode}] = 0.0
+    ds["log_probability_gap"].loc[{**fine, **decode}] = 0.0
+    ds["paths_equal"].loc[{**fine, **decode}] = [1.0, 1.0, 0.0]
+    return ds
+
+
+def test_smoothing_and_decoding_tables_read_their_cells():
+    ds = sequence_dataset()
+    smoothing = smoothing_table(ds)
+    assert "| bell, n=20 | top-p 0.5 | 0.5 | 0.3 | 2.00x |" in smoothing
+    assert "| bell, n=20 | top-p 0.9 | 0.05 | - | - |" in smoothing
+    assert "top-p states" not in smoothing.split("\n\n")[0]
+    assert "1 of the combinations of model, method and setting have no value" in smoothing
+    decoding = decoding_table(ds)
+    assert "| bell, n=20 | top-p 0.5 | 30.0% | 2 | 0 of 3 | - |" in decoding  # inf counts
+    assert "| bell, n=20 | top-p 0.9 | 0.0% | 0 | 2 of 3 | - |" in decoding
+    ds["done"].loc[{"seed": 2}] = False  # a cell not done is not read
+    assert "| bell, n=20 | top-p 0.5 | 25.0% | 1.5 | 0 of 2 | - |" in decoding_table(ds)
+
+
+def test_the_report_has_a_section_and_a_figure_for_each_sequence_mode(tmp_path):
+    written = analyze(sequence_dataset(), tmp_path / "out")
+    text = written.report.read_text()
+    sections = {"## Smoothing": "smoothing.png", "## Viterbi decoding": "decoding.png"}
+    for section, name in sections.items():
+        assert section in text and f"![{name}]({name})" in text
+        image = imread(tmp_path / "out" / name)
+        assert image.shape[1] > 400 and np.ptp(image[..., :3]) > 0.5
+    assert "No bound is stored for smoothed posteriors" in text
+    without = analyze(sequence_dataset("[predict,filter]"), tmp_path / "without").report
+    assert "## Smoothing" not in without.read_text() and "## Viterbi" not in without.read_text()
+    assert not (tmp_path / "without" / "smoothing.png").exists()

@@ -43,20 +43,20 @@ def test_a_store_interrupted_at_a_third_is_reported_as_far_as_it_is_finished(
     smoke, tmp_path, capsys
 ):
     store = interrupted(smoke[0], tmp_path / "r.zarr", 1 / 3, "grid.families=[bell]")
-    assert int(xr.open_zarr(store).done.sum()) == 16 and not damage(store)
+    assert int(xr.open_zarr(store).done.sum()) == 32 and not damage(store)
     assert main([str(store)]) == 0
     assert capsys.readouterr().err == ""
     out = tmp_path / "r_report"
     text = (out / "report.md").read_text()
-    assert "- cells done: 16 of 48" in text
-    assert "This store is not finished (16 of 48 cells done" in text
+    assert "- cells done: 32 of 96" in text
+    assert "This store is not finished (32 of 96 cells done" in text
     rows = text.split("## Every model, method and setting")[1].splitlines()
     done = {}  # (family, n_states) -> each variant's done cells, from the summary's rows
     for row in rows:
         if row.strip().startswith("bell"):
             family, n_states, *_, count = row.split()
             done.setdefault((family, n_states), []).append(int(count.split("/")[0]))
-    assert sum(done[("bell", "20")]) == 16 and min(done[("bell", "20")]) < 4
+    assert sum(done[("bell", "20")]) == 32 and min(done[("bell", "20")]) < 8
     assert done[("bell", "40")] == [0] * 6
     for name in ("runtime.png", "tv.png", "pareto.png", "payoff.png"):
         assert np.ptp(imread(out / name)[..., :3]) > 0.5  # something is drawn
@@ -65,9 +65,9 @@ def test_a_store_interrupted_at_a_third_is_reported_as_far_as_it_is_finished(
 def test_a_sweep_without_timings_is_reported(client, tmp_path):
     untimed = [*TINY, "grid.families=[bell]", "grid.n_states=[20]", "timing.enabled=false"]
     ds = run([*untimed, f"store={tmp_path / 'r.zarr'}"], client=client)
-    assert int(ds.done.sum()) == 24 and bool(ds.runtime_approx.isnull().all())
+    assert int(ds.done.sum()) == 48 and bool(ds.runtime_approx.isnull().all())
     written = analyze(ds)
     text = written.report.read_text()
-    assert "- cells done: 24 of 24" in text and "This store is not finished" not in text
+    assert "- cells done: 48 of 48" in text and "This store is not finished" not in text
     assert "No done cell was timed (a sweep with timing.enabled=false)" in text
     assert all(figure.is_file() for figure in written.figures)
