@@ -10,7 +10,8 @@ step. ``summary`` is the table a sweep prints at its end.
 The modes (``MODES``): ``predict`` (nothing observed) and ``filter`` run the forward
 recursion, ``P(S_t)`` and ``P(S_t | o_0..o_t)``; ``smooth`` the posteriors of every step
 given the whole sequence, ``P(S_t | o_0..o_{T-1})``; ``decode`` the most probable state path
-(Viterbi). The last three observe the same sampled sequence. A variable a mode does not
+(Viterbi). The last three observe the same sampled sequence; ``tv`` compares the beliefs
+of the cell's mode (in ``smooth`` mode the smoothed posteriors). A variable a mode does not
 produce is NaN for it, and its ``missing`` attribute says so.
 """
 
@@ -76,8 +77,7 @@ VARIABLES: dict[str, Variable] = {
     "tv": Variable(
         (*CELL, "t"),
         "1",
-        "total variation TV(P_t, Q_t) between exact and approximate beliefs: predicted, "
-        "filtered, or smoothed P(S_t | o_0..o_{T-1}) (smooth)",
+        "total variation TV(P_t, Q_t) between exact and approximate beliefs",
         missing=f"{NO_REFERENCE}; {NOT_RUN}; NaN in decode mode (paths: path_disagreement)",
     ),
     "tv_max": Variable(
