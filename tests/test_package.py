@@ -68,7 +68,7 @@ def test_an_installed_package_sweeps_and_reports_from_anywhere(installed, tmp_pa
     )
     assert swept.returncode == 0, swept.stderr
     ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr")
-    assert bool(ds.done.where(ds.in_grid, True).all()) and int(ds.done.sum()) == 4
+    assert bool(ds.done.where(ds.in_grid, True).all()) and int(ds.done.sum()) == 8
     report = _run(
         "-m", "pipeline.analyze", "outputs/smoke/results.zarr", cwd=tmp_path, site=installed
     )

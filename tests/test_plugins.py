@@ -178,7 +178,7 @@ def test_the_example_plugins_and_a_saved_model_are_swept_and_reported(example, t
         "topp",
         "threshold",
     ]
-    assert bool(ds.done.where(ds.in_grid, True).all()) and int(ds.done.sum()) == 8
+    assert bool(ds.done.where(ds.in_grid, True).all()) and int(ds.done.sum()) == 16
     assert "threshold: tau" in ds.setting.attrs["long_name"]
 
     sys.path.insert(0, str(example))

@@ -136,7 +136,8 @@ def assert_same_results(path: Path, reference: Path, rtol: float = 0.0) -> None:
     floats), measurements of the run (``MEASURED``: clocks, memory) aside."""
     store, expected = xr.open_zarr(path).load(), xr.open_zarr(reference).load()
     assert set(store.data_vars) == set(expected.data_vars)
-    assert int(store.done.sum()) == int(expected.in_grid.sum()) * 4 and not store.failed.any()
+    assert int(store.done.sum()) == int(expected.in_grid.sum()) * 8 and not store.failed.any()
     assert_same_values(store, expected, rtol)
-    for name in MEASURED:
-        assert bool(np.isfinite(store[name].where(store.in_grid, 0)).all()), name
+    for name in MEASURED:  # measured where the reference measured (not every step or mode)
+        measured = np.isfinite(store[name].where(store.in_grid, 0))
+        np.testing.assert_array_equal(measured, np.isfinite(expected[name].where(store.in_grid, 0)))

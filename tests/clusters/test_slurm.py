@@ -13,7 +13,7 @@ from pipeline.sweep.config import ConfigError
 from helpers import done_count, kill_group, wait_for
 
 SLOW = ["timing.min_seconds=0.1", "timing.repeats=3"]
-"""Each model's eight cells time for at least 0.8 s: long enough to interrupt."""
+"""Each cell times for at least 0.1 s: long enough to interrupt."""
 
 
 def test_the_kits_servers_listen_on_loopback_only(slurm, sshd):
@@ -63,7 +63,7 @@ def test_a_killed_sweep_leaves_no_job_and_resumes(slurm, smoke, tmp_path):
     wait_for(lambda: done_count(tmp_path / "r.zarr") >= 8, 120, "the first finished cells")
     kill_group(run)  # SIGKILL: nothing of the sweep can cancel its jobs
     survived = done_count(tmp_path / "r.zarr")
-    assert 8 <= survived < 144
+    assert 8 <= survived < 288
     assert slurm.jobs(), "the jobs outlive the sweep's process"
     # A worker whose scheduler is gone ends after death_timeout, and its job with it.
     wait_for(lambda: not slurm.jobs(), 60, "the orphaned jobs to end")
@@ -73,7 +73,7 @@ def test_a_killed_sweep_leaves_no_job_and_resumes(slurm, smoke, tmp_path):
     computed, already = map(
         int, re.search(r"(\d+) cells to compute, (\d+) already done", again.stderr).groups()
     )
-    assert already == survived and computed == 144 - survived
+    assert already == survived and computed == 288 - survived
     assert_same_results(tmp_path / "r.zarr", smoke[0])
     assert slurm.jobs() == []
 

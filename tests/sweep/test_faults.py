@@ -24,8 +24,9 @@ from helpers import (
     wait_for,
 )
 
-SLOW = ["timing.min_seconds=0.25", "grid.families=[bell,uniform]"]
-"""Two families, every cell timing runs for at least 0.25 s: long enough to interrupt."""
+SLOW = ["timing.min_seconds=0.25", "grid.families=[bell,uniform]", "grid.modes=[predict,filter]"]
+"""Two families and two modes, every cell timing runs for at least 0.25 s: long enough to
+interrupt."""
 TOTAL = 96
 
 
@@ -127,7 +128,7 @@ def test_two_sweeps_started_together_on_one_store(tmp_path):
         refused.strip().splitlines()[-1],
     ), refused
     assert "Dask scheduler" not in refused  # stopped before any cluster started
-    assert done_count(store) == 144 and not damage(store)
+    assert done_count(store) == 288 and not damage(store)
 
 
 def test_a_cell_out_of_memory_fails_once_in_one_line_and_the_others_finish(tmp_path):

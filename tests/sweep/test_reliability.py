@@ -48,7 +48,7 @@ UNIFORM_20 = "tv/c/1/0/0/0/0/0/0"
 BELL_20 = "tv/c/0/0/0/0/0/0/0"
 DIRICHLET_40 = "tv/c/2/1/0/0/0/0/0"
 BELL_40 = "tv/c/0/1/0/0/0/0/0"
-PAIR = 24
+PAIR = 48
 """Cells of one (family, n_states) of the smoke grid: the cells of one chunk."""
 RECOMPUTE = "run the same sweep command again to recompute its cells"
 REBUILD = "run the same sweep command again to rebuild it from the grid, keeping every chunk that "
@@ -158,7 +158,7 @@ def test_the_rerun_recomputes_exactly_the_damaged_cells(damaged, smoke, client, 
     repaired = run([*TINY, f"store={store}"], client=client).load()
     recomputed = sum(case.recomputed for case in cases)
     counts = re.search(r"(\d+) cells to compute, (\d+) already done", caplog.text).groups()
-    assert tuple(map(int, counts)) == (recomputed, 144 - recomputed)
+    assert tuple(map(int, counts)) == (recomputed, 288 - recomputed)
     assert not damage(store)
     assert_same_values(repaired, xr.open_zarr(smoke[0]).load())
     for name in ("tv", "gamma", "eps", "sparsity"):  # rebuilt as the sweep wrote them
@@ -188,7 +188,7 @@ def test_a_store_from_before_manifests_is_trusted_and_gets_them(smoke, tmp_path,
         f"{store}: every chunk is sound",
     ]
     assert not damage(store)  # what analyze checks before it reads
-    assert ResultStore.open(store, SCHEMA, MethodsGrid.from_config(composed()), {}).n_done == 144
+    assert ResultStore.open(store, SCHEMA, MethodsGrid.from_config(composed()), {}).n_done == 288
     for file in smoke[0].glob("*/manifest.json"):  # the same as the sweep wrote
         assert (store / file.relative_to(smoke[0])).read_bytes() == file.read_bytes()
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from pipeline.inference import predict
+from pipeline.inference import path_log_probability, predict, smoothing, viterbi
 from pipeline.methods.topk import topk_hmm
 from pipeline.methods.topp import topp_hmm
 from pipeline.metrics import minimal_mixing_rate, sparsity, total_variation
@@ -29,7 +29,7 @@ def test_store_layout(smoke):
         "method": 5,
         "setting": 4,
         "seed": 2,
-        "mode": 2,
+        "mode": 4,
         "t": 11,
     }
     assert ds.method.values.tolist() == ["topp", "topk", "topp_states", "lowrank", "banded_lowrank"]
@@ -37,7 +37,7 @@ def test_store_layout(smoke):
     assert int(ds.in_grid.sum()) == 3 * 2 * 6
     assert ds.family.values.tolist() == ["bell", "uniform", "dirichlet"]
     assert bool(ds.done.where(ds.in_grid, True).all()) and not bool(ds.failed.any())
-    assert int(ds.done.sum()) == 144
+    assert int(ds.done.sum()) == 288
     for name, variable in ds.data_vars.items():
         assert variable.attrs.get("units") and variable.attrs.get("long_name"), name
     for key in (
@@ -53,7 +53,7 @@ def test_store_layout(smoke):
     ):
         assert ds.attrs[key], key
     assert re.search(r"family  n_states +method  setting  speedup predict", result.stdout)
-    assert "144/144 cells" in result.stderr
+    assert "288/288 cells" in result.stderr
 
 
 def test_values_match_the_library(smoke):
@@ -80,6 +80,20 @@ def test_values_match_the_library(smoke):
         assert float(cell.sparsity) == sparsity(T)
         _, observed = observations(hmm, mode="filter", horizon=10, observe_every=2, seed=seed)
         assert (observed[1::2] == -1).all() and (observed[::2] >= 0).all()
+        if method == "topp_states":
+            continue
+        approximated = (topp_hmm if method == "topp" else topk_hmm)(hmm, setting)
+        exact, approximate = smoothing(hmm, observed), smoothing(approximated, observed)
+        tv = total_variation(exact.posteriors, approximate.posteriors)
+        np.testing.assert_allclose(cell.tv.sel(mode="smooth"), tv, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(cell.tv_max.sel(mode="smooth"), tv.max(), rtol=0, atol=1e-12)
+        best, decoded = viterbi(hmm, observed).path, viterbi(approximated, observed).path
+        decode = cell.sel(mode="decode")
+        assert float(decode.path_disagreement) == np.mean(best != decoded)
+        gap = path_log_probability(hmm, best, observed) - path_log_probability(
+            hmm, decoded, observed
+        )
+        assert float(decode.log_probability_gap) == pytest.approx(gap, rel=1e-12, abs=1e-12)
 
 
 def test_metrics_are_consistent(smoke):
@@ -91,18 +105,33 @@ def test_metrics_are_consistent(smoke):
     assert bool(held.all())
     assert bool((predicted.tv <= predicted.certificate + 1e-9).sum() == predicted.done.sum() * 11)
     done = ds.done == 1
-    assert bool((ds.runtime_exact.diff("t") >= 0).where(done, True).all())
-    assert bool((ds.runtime_approx_min <= ds.runtime_approx + 1e-12).where(done, True).all())
-    assert bool((ds.speedup > 0).where(done, True).all())
-    assert bool(ds.log_evidence.sel(mode="predict").isnull().all())
+    stepped = ds.sel(mode=["predict", "filter"])
+    assert bool((stepped.runtime_exact.diff("t") >= 0).where(stepped.done == 1, True).all())
+    timed = done & ds.speedup.notnull()
+    fastest = (ds.runtime_approx_min <= ds.runtime_approx + 1e-12).isel(t=-1)
+    assert bool(fastest.where(timed, True).all())
+    assert bool((ds.speedup > 0).where(timed, True).all())
+    assert bool(ds.log_evidence.sel(mode=["predict", "decode"]).isnull().all())
     assert bool(np.isfinite(ds.log_evidence.sel(mode="filter")).where(done, True).all())
+    # the sequence modes: no certificate, TV where they have one, their own measures only
+    assert bool(ds.certificate.sel(mode=["smooth", "decode"]).isnull().all())
+    smoothed, decoded = ds.sel(mode="smooth"), ds.sel(mode="decode")
+    np.testing.assert_array_equal(smoothed.tv_max, smoothed.tv.max("t", skipna=False))
+    assert bool(decoded.tv.isnull().all()) and bool(ds.tv_max.sel(mode="decode").isnull().all())
+    decodes = (decoded.done == 1) & decoded.paths_equal.notnull()
+    assert int(decodes.sum()) == 3 * 2 * 5 * 2  # every method but belief pruning
+    assert bool((decoded.log_probability_gap >= -1e-12).where(decodes, True).all())
+    equal = (decoded.path_disagreement == 0) == (decoded.paths_equal == 1)
+    assert bool(equal.where(decodes, True).all())
+    pruning = ds.sel({"method": "topp_states", "mode": ["smooth", "decode"]})
+    assert bool(pruning.tv.isnull().all()) and int(pruning.repeats.max()) == 0
 
 
 def test_rerun_computes_nothing(smoke, tmp_path):
     path, _ = smoke
     again = sweep(*TINY, f"store={path}", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "0 cells to compute, 144 already done" in again.stderr
+    assert "0 cells to compute, 288 already done" in again.stderr
     assert "nothing left to do: every cell of" in again.stderr and "cells/s" not in again.stderr
     runs = xr.open_zarr(path).attrs["runs"]  # each run's provenance, the first's and this
     assert len(runs) == 2 and runs[0]["start_time"] <= runs[1]["start_time"]
@@ -148,6 +177,7 @@ def test_deterministic_failures_are_reported_once_not_retried_and_the_rest_goes_
         f"model.lm.corpus={corpus}",
         "grid.methods={topp:[0.9],failing:[1,2]}",
         "grid.seeds=[0]",
+        "grid.modes=[predict,filter]",
         "retries=2",
         cwd=tmp_path,
         env=env,
@@ -209,7 +239,7 @@ def test_structured_models_gamma_parts_doeblin_and_certificate(client, tmp_path)
     np.testing.assert_array_equal(ds.gamma.sel(n_states=6000), ds.doeblin.sel(n_states=6000))
     exact = minimal_mixing_rate(build_model("peaked", 4000, seed=0, structured=True).transition)
     assert float(ds.gamma.sel(family="peaked", n_states=4000, seed=0)) == pytest.approx(exact)
-    assert int(ds.done.sum()) == int(ds.in_grid.sum()) * 2
+    assert int(ds.done.sum()) == int(ds.in_grid.sum()) * 4
     predicted, filtered = ds.sel(mode="predict"), ds.sel(mode="filter")
     outside = ~ds.in_grid
     assert bool(((predicted.tv <= predicted.certificate + 1e-9) | outside).all())
@@ -221,11 +251,16 @@ def test_sizes_beyond_exact_max_states_rely_on_the_certificate(client, tmp_path)
     overrides = ["grid.families=[dirichlet]", "exact_max_states=30", f"store={tmp_path / 'r.zarr'}"]
     ds = run(["experiment=smoke", *overrides], client=client).load()
     small, large = ds.sel(n_states=20), ds.sel(n_states=40)
-    assert bool(np.isfinite(small.tv.where(small.in_grid, 0)).all())
+    measured = small.tv.sel(mode=["predict", "filter"])  # decode has no TV
+    assert bool(np.isfinite(measured.where(small.in_grid, 0)).all())
     assert bool(large.tv.isnull().all()) and bool(large.speedup.isnull().all())
-    assert int(large.done.sum()) == int(large.in_grid.sum()) * 4
+    assert int(large.done.sum()) == int(large.in_grid.sum()) * 8
     assert bool(np.isfinite(large.certificate.sel(mode="predict").where(large.in_grid, 0)).all())
-    assert bool(np.isfinite(large.runtime_approx.where(large.in_grid, 0)).all())
+    stepped = large.sel(mode=["predict", "filter"])
+    assert bool(np.isfinite(stepped.runtime_approx.where(stepped.in_grid, 0)).all())
+    run_once = large.sel(mode=["smooth", "decode"]).drop_sel({"method": "topp_states"})
+    last = run_once.runtime_approx.isel(t=-1).where(run_once.in_grid, 0)
+    assert bool(np.isfinite(last).all())  # the approximation's whole runs, timed alone
 
 
 def test_run_from_python_with_a_given_client_equals_the_command_line(smoke, client, tmp_path):
