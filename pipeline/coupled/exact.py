@@ -12,6 +12,10 @@ max-product step reads them.
 Functions mirror ``pipeline.inference``: ``filtering``/``smoothing`` give
 ``P(x_t | o_0..o_t)`` and ``P(x_t | o_0..o_{T-1})`` over joint states, ``viterbi`` the
 most probable joint path; ``marginals`` turns joint beliefs into each chain's.
+They do not call ``pipeline.operators``' products, which take the transition as a matrix
+or its factors: the joint chain's is never built, its step is the contraction above, and
+its max-product step (``pipeline.kernels.maxplus``) updates the maxima one block of log
+rows at a time, where ``pipeline.operators.max_product`` reads a whole matrix.
 """
 
 from __future__ import annotations

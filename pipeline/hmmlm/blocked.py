@@ -29,6 +29,10 @@ writes only its own rows of the per-token and per-transition arrays, and the sum
 the batch (emission counts, visits, the dense blocks' gradient, the band's) are made
 afterwards in a fixed order, so a batch's statistics do not depend on the threads.
 
+It does not call ``pipeline.operators``' forward and backward products: those multiply
+by the whole n x n transition, where a blocked step reads only the k x k block its token
+pair chooses (k^2 or 2 k F work instead of n^2 or 2 n F).
+
 The statistics of the gradient (``Statistics``) are what ``pipeline.hmmlm.evidence``
 gives for an unblocked model, restricted to the blocks: the posteriors, and per
 transition ``t - 1 -> t`` the belief ``alpha_{t-1}`` and ``g_t = e_t * beta_t / c_t``, so

@@ -87,7 +87,7 @@ def test_a_worker_killed_mid_sweep_on_a_real_scheduler(tmp_path):
 
 
 def test_a_killed_sweep_resumes_to_the_uninterrupted_result(client, tmp_path):
-    whole = ["experiment=smoke", "grid.families=[bell,uniform]", f"store={tmp_path / 'w.zarr'}"]
+    whole = ["experiment=smoke", *SLOW[1:], f"store={tmp_path / 'w.zarr'}"]
     expected = run(whole, client=client).load()
 
     interrupted = start_sweep(*TINY, *SLOW, "store=resumed.zarr", cwd=tmp_path)
@@ -140,6 +140,7 @@ def test_a_cell_out_of_memory_fails_once_in_one_line_and_the_others_finish(tmp_p
         "grid.n_states=[20,4000]",  # 4000 states: too few to estimate, too many for 450 MiB
         "grid.methods={topp:[0.9]}",
         "grid.seeds=[0]",
+        "grid.modes=[predict,filter]",
         "retries=0",
         "fuse_states=10000",
         cwd=tmp_path,
