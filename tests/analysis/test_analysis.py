@@ -11,7 +11,14 @@ from omegaconf import OmegaConf
 
 from pipeline.analysis import analyze, methods
 from pipeline.analysis.paper import CLAIMS, PAPER_SIZES, READINGS, compare
-from pipeline.analysis.readings import EXACT_TRANSITIONS, Point, pareto, payoff, points
+from pipeline.analysis.readings import (
+    EXACT_TRANSITIONS,
+    Point,
+    pareto,
+    payoff,
+    points,
+    runs_lines,
+)
 from pipeline.analysis.sequence import decoding_table, smoothing_table
 from pipeline.analysis.tables import filtering_table, front_table, mixing_table, payoff_table
 from pipeline.analyze import main
@@ -421,3 +428,18 @@ def test_the_report_has_a_section_and_a_figure_for_each_sequence_mode(tmp_path):
     without = analyze(sequence_dataset("[predict,filter]"), tmp_path / "without").report
     assert "## Smoothing" not in without.read_text() and "## Viterbi" not in without.read_text()
     assert not (tmp_path / "without" / "smoothing.png").exists()
+
+
+def test_the_report_says_how_the_runs_of_a_store_differed():
+    def run(workers, repeats, commit):
+        config = f"grid:\n  seeds: [0]\ntiming:\n  repeats: {repeats}\n  enabled: true\n"
+        return {"config": config, "workers": workers, "git_commit": commit}
+
+    assert runs_lines([run(2, 3, "a")]) == []
+    assert runs_lines([run(2, 3, "a"), run(2, 3, "a")]) == [
+        "- 2 runs made this store; the later ones differed from the first in: nothing"
+    ]
+    assert runs_lines([run(2, 3, "a"), run(4, 3, "a"), run(2, 5, "b")]) == [
+        "- 3 runs made this store; the later ones differed from the first in: workers: 2 -> 4; "
+        "timing.repeats: 3 -> 5; commit: a -> b"
+    ]

@@ -1,6 +1,8 @@
 """A store's identity holds every setting that changes its values: a resume with another
 value is refused in one line naming the key, never mixed into one store."""
 
+import copy
+
 import pytest
 
 from pipeline.results.methods import SCHEMA
@@ -30,3 +32,102 @@ def test_a_resume_with_another_value_setting_is_refused_naming_it(override, diff
         f"store: {store} holds a different sweep: {difference} in this run; choose another "
         "store= or pass overwrite=true to replace it"
     )
+
+
+EXPERIMENTS = {
+    "methods": ["experiment=smoke"],
+    "training": ["experiment=lm_smoke", "training.parameterisations=[softmax,kernel_4]"],
+    "coupled": ["experiment=coupled_smoke"],
+    "kernel_features": ["experiment=kernel_features"],
+}
+"""An experiment of each built-in kind, whose every key is perturbed in turn (the training
+one without a banded kernel, whose states cannot be split: training.grow)."""
+
+OTHER_VALUES = {
+    "model.lm.corpus": ["/nonexistent/corpus.txt"],
+    "model.lm_smoothed.corpus": ["/nonexistent/corpus.txt"],
+    "model.file.path": ["/nonexistent/model.npz"],
+    "model.hmmlm.path": ["/nonexistent/model.npz"],
+    "grid.families": [["bell", "uniform"]],
+    "grid.modes": [["predict"]],
+    "training.corpus": ["austen"],
+    "training.clustering": ["random", "exchange"],
+    "training.clusters": [8, 2],
+}
+"""Other valid values of keys whose alternatives cannot be derived from their value."""
+
+
+def leaves(container: dict, prefix: str = "") -> dict:
+    """Every leaf of a nested mapping, by its dotted key."""
+    found = {}
+    for key, value in container.items():
+        if isinstance(value, dict) and value:
+            found.update(leaves(value, f"{prefix}{key}."))
+        else:
+            found[f"{prefix}{key}"] = value
+    return found
+
+
+def alternatives(key: str, value) -> list:
+    """Values of ``key`` other than ``value``, to try in turn until one is valid."""
+    if key in OTHER_VALUES:
+        return [v for v in OTHER_VALUES[key] if v != value]
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [value + 1, max(value - 1, 0)]
+    if isinstance(value, float):
+        return [value * 0.9, value * 1.1, value / 2]
+    if isinstance(value, list) and len(value) > 1:
+        return [value[:-1], value[1:]]
+    if isinstance(value, list) and value and isinstance(value[0], int):
+        return [[*value, value[0] + 1], [value[0] * 2]]
+    if isinstance(value, list) and value and isinstance(value[0], float):
+        return [[value[0] * 0.9], [*value, value[0] * 0.9]]
+    if value is None:
+        return [2, 0.5, True, "a"]
+    return []
+
+
+@pytest.mark.parametrize("kind", sorted(EXPERIMENTS))
+def test_every_key_changes_the_identity_or_says_why_it_changes_no_value(kind):
+    """Each leaf of a kind's config, changed to another valid value, changes the grid's
+    identity, unless the grid's ``value_free()`` names it (or its section) with a reason; and
+    no key so named changes the identity."""
+    from omegaconf import OmegaConf, open_dict
+
+    from pipeline.sweep.config import compose
+    from pipeline.sweep.kinds import validate
+
+    cfg = compose(EXPERIMENTS[kind])[0]
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    sweep = validate(cfg)
+    grid = sweep.grid(cfg)
+    free = grid.value_free()
+    assert all(reason for reason in free.values())
+    identity = grid.identity()
+    untried, errors = [], {}
+    for key, value in leaves(OmegaConf.to_container(cfg, resolve=True)).items():
+        if (
+            key == "kind"
+            or value == {}
+            or (value is None and key in EXPERIMENTS.keys() | {"kernel_features"})
+        ):
+            continue  # another kind, or another kind's section
+        declared = any(key == k or key.startswith(f"{k}.") for k in free)
+        for other in alternatives(key, value):
+            changed = copy.deepcopy(cfg)
+            try:
+                OmegaConf.update(changed, key, other, merge=False)
+                validate(changed)
+                perturbed = sweep.grid(changed).identity()
+            except Exception as error:  # not a valid value of this key: try the next
+                errors[key] = f"{other!r}: {error}"
+                continue
+            assert (perturbed == identity) == declared, (key, value, other)
+            break
+        else:
+            if not declared:
+                untried.append(key)
+    assert not untried, f"no valid other value of {untried} ({[errors.get(k) for k in untried]})"

@@ -24,6 +24,32 @@ from pipeline.results import Schema
 _DTYPES = {str: object, int: np.int64, float: np.float64}
 """A coordinate's dtype by the type of its values."""
 
+RUN_SETTINGS: dict[str, str] = {
+    "cluster": "where the cells run, not what they compute",
+    "store": "where the results go",
+    "overwrite": "whether a store is replaced, not what goes in it",
+    "retries": "how often a task is tried again after a lost worker",
+    "max_cells": "a refusal before the sweep starts",
+    "flush_seconds": "how often finished cells reach the disk",
+    "progress_seconds": "how often progress is printed",
+    "performance_report": "whether Dask's performance report is saved",
+}
+"""Keys of every config that change how a sweep runs but no stored value, with the reason:
+a resume may change them (each run's config is kept in the store's ``runs``)."""
+
+METHODS_SETTINGS: dict[str, str] = {
+    key: "read by the methods kind only"
+    for key in (
+        "grid",
+        "model",
+        "timing",
+        "fuse_states",
+        "exact_max_states",
+        "gamma_exact_max_states",
+    )
+}
+"""The methods kind's top-level keys, which no other kind reads."""
+
 
 class Grid:
     """The cells of one sweep and the coordinates of its store.
@@ -52,6 +78,13 @@ class Grid:
 
     def identity(self) -> dict[str, Any]:
         raise NotImplementedError
+
+    def value_free(self) -> dict[str, str]:
+        """The config keys (a key names its whole section) that change no stored value of
+        this grid, each with the reason; every other key is in ``identity()`` (tested by
+        perturbing each key in turn). Default: ``RUN_SETTINGS`` and, for a kind other than
+        methods, ``METHODS_SETTINGS``."""
+        return RUN_SETTINGS | METHODS_SETTINGS
 
     def long_names(self) -> dict[str, str]:
         """Coordinate ``long_name``s that depend on the grid (beyond the schema's)."""

@@ -19,9 +19,15 @@ from typing import NamedTuple
 from omegaconf import OmegaConf
 
 from pipeline.methods import METHODS
-from pipeline.models import ParameterError, family_parameters, fixed_size, model_fingerprint
+from pipeline.models import (
+    FAMILIES,
+    ParameterError,
+    family_parameters,
+    fixed_size,
+    model_fingerprint,
+)
 from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds.base import Grid
+from pipeline.sweep.kinds.base import RUN_SETTINGS, Grid
 from pipeline.sweep.kinds.methods.tasks import Timing
 
 
@@ -237,6 +243,22 @@ class MethodsGrid(Grid):
         return stored != new and all(
             growing.get(key, operator.eq)(stored.get(key), new.get(key))
             for key in set(stored) | set(new)
+        )
+
+    def value_free(self) -> dict[str, str]:
+        timing = "how runtimes are measured (runtimes are measurements, not values)"
+        return (
+            RUN_SETTINGS
+            | {f"timing.{key}": timing for key in ("repeats", "min_seconds", "max_repeats")}
+            | {
+                "timing.blas_threads": timing,
+                "fuse_states": "how cells are grouped into tasks, the same values either way",
+            }
+            | {
+                f"model.{family}": "a family this grid does not sweep"
+                for family in FAMILIES.names()
+                if family not in self.families
+            }
         )
 
     def identity(self) -> dict:
