@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
+from pipeline.hmmlm.data import part
 from pipeline.methods.base import TOLERANCE
 from pipeline.models import HMM
 from pipeline.operators import LowRank, SparsePlusRankOne, entry_rows
@@ -178,6 +179,20 @@ def assert_same_values(actual, expected, rtol: float = 0.0) -> None:
             np.testing.assert_allclose(got, wanted, rtol=rtol, atol=0, err_msg=name)
         else:
             np.testing.assert_array_equal(got, wanted, err_msg=name)
+
+
+def corpus_folder(folder, text, train=8):
+    """A folder of ``train`` training documents of ``text`` and one validation and one test
+    document of it (numbers, which are not words, make their texts differ)."""
+    folder.mkdir()
+    wanted = ["train"] * train + ["validation", "test"]
+    numbers = iter(range(10_000))
+    for k, name in enumerate(wanted):
+        document = next(
+            d for d in (f"{text} {next(numbers)}" for _ in range(10_000)) if part(d) == name
+        )
+        (folder / f"{k}.txt").write_text(document)
+    return folder
 
 
 def composed(*overrides):

@@ -6,7 +6,6 @@ import xarray as xr
 from matplotlib.image import imread
 
 from pipeline.analysis import analyze
-from pipeline.hmmlm.data import part
 from pipeline.hmmlm.parameters import transition_matrix
 from pipeline.hmmlm.saved import load
 from pipeline.methods import approximate
@@ -17,7 +16,7 @@ from pipeline.sweep.kinds import training, validate
 from pipeline.sweep.kinds.training.grid import TrainingCell
 from pipeline.sweep.kinds.training.tasks import model_file, train_cell
 
-from helpers import composed, sweep
+from helpers import composed, corpus_folder, sweep
 
 SMOKE = [
     "experiment=lm_smoke",
@@ -25,20 +24,6 @@ SMOKE = [
     "cluster.n_workers=2",
     "training.max_states.softmax=16",  # the 32-state softmax is left out
 ]
-
-
-def _corpus(folder, text, train=8):
-    """A folder of ``train`` training documents of ``text`` and one validation and one test
-    document of it (numbers, which are not words, make their texts differ)."""
-    folder.mkdir()
-    wanted = ["train"] * train + ["validation", "test"]
-    numbers = iter(range(10_000))
-    for k, name in enumerate(wanted):
-        document = next(
-            d for d in (f"{text} {next(numbers)}" for _ in range(10_000)) if part(d) == name
-        )
-        (folder / f"{k}.txt").write_text(document)
-    return folder
 
 
 @pytest.mark.parametrize(
@@ -109,7 +94,7 @@ def test_austen_before_it_is_fetched_is_a_one_line_error_naming_the_command(tmp_
 def test_a_grown_cell_starts_from_its_half_split(tmp_path):
     """The 16-state cell starts where the trained 8-state one ended: the split keeps its
     evidence (up to the noise that breaks the copies' tie)."""
-    corpus = _corpus(tmp_path / "texts", " ".join(["the cat sat on the mat and the dog"] * 8))
+    corpus = corpus_folder(tmp_path / "texts", " ".join(["the cat sat on the mat and the dog"] * 8))
     settings = [f"training.corpus={corpus}", "training.n_tokens=8", "training.grow=true"]
     cfg = composed("experiment=lm_smoke", *settings, "training.parameterisations=[neural]")
     validate(cfg)
@@ -130,7 +115,7 @@ def test_a_corpus_too_small_for_the_vocabulary_is_refused_before_training(tmp_pa
 
 
 def test_a_cell_trains_and_measures(tmp_path):
-    corpus = _corpus(tmp_path / "texts", " ".join(["the cat sat on the mat and the dog"] * 8))
+    corpus = corpus_folder(tmp_path / "texts", " ".join(["the cat sat on the mat and the dog"] * 8))
     cfg = composed("experiment=lm_smoke", f"training.corpus={corpus}", "training.n_tokens=8")
     validate(cfg)
     grid = training.grid(cfg)
@@ -216,7 +201,7 @@ def test_lm_smoke_runs_resumes_and_reports(tmp_path):
 
 
 def test_a_saved_model_is_an_hmm_every_method_runs_on(tmp_path):
-    corpus = _corpus(tmp_path / "texts", " ".join(["a b c d a b e f"] * 8))
+    corpus = corpus_folder(tmp_path / "texts", " ".join(["a b c d a b e f"] * 8))
     settings = [f"training.corpus={corpus}", "training.n_tokens=6", "training.max_epochs=1"]
     cases = {  # unblocked float64 softmax; blocked float32 banded kernel, 3 clusters of 2
         "softmax": ("training.clusters=0", "training.state_dropout=0", np.ndarray),
