@@ -5,9 +5,11 @@ import copy
 import itertools
 
 import pytest
+from omegaconf import OmegaConf, open_dict
 
 from pipeline.results.methods import SCHEMA
-from pipeline.sweep.config import register
+from pipeline.sweep.config import compose, register
+from pipeline.sweep.kinds import installed, validate
 from pipeline.sweep.kinds.methods import MethodsGrid
 from pipeline.sweep.main import check_overrides
 from pipeline.sweep.store import ResultStore
@@ -95,11 +97,6 @@ def test_every_key_changes_the_identity_or_says_why_it_changes_no_value(kind, tm
     """Each leaf of a kind's config, changed to another valid value, changes the grid's
     identity, unless the grid's ``value_free()`` names it (or its section) with a reason; and
     no key so named changes the identity."""
-    from omegaconf import OmegaConf, open_dict
-
-    from pipeline.sweep.config import compose
-    from pipeline.sweep.kinds import validate
-
     cfg = compose(EXPERIMENTS[kind])[0]
     with open_dict(cfg):
         cfg.pop("hydra", None)
@@ -110,14 +107,11 @@ def test_every_key_changes_the_identity_or_says_why_it_changes_no_value(kind, tm
     identity = grid.identity()
     words = " ".join(map("".join, itertools.product("bdfgklmnpt", "aeiou", "lmnrst")))
     others = OTHER_VALUES | {"training.corpus": [str(corpus_folder(tmp_path / "c", words))]}
+    sections = {other.SECTION for other in installed().values()}  # plug-ins' too
     untried, errors = [], {}
     for key, value in leaves(OmegaConf.to_container(cfg, resolve=True)).items():
-        if (
-            key == "kind"
-            or value == {}
-            or (value is None and key in EXPERIMENTS.keys() | {"kernel_features"})
-        ):
-            continue  # another kind, or another kind's section
+        if key == "kind" or value == {} or (value is None and key in sections):
+            continue  # the kind itself, an empty section, another kind's section
         declared = any(key == k or key.startswith(f"{k}.") for k in free)
         for other in alternatives(key, value, others):
             changed = copy.deepcopy(cfg)
