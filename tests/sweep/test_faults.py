@@ -113,7 +113,8 @@ def test_a_killed_sweep_resumes_to_the_uninterrupted_result(client, tmp_path):
 
 def test_two_sweeps_started_together_on_one_store(tmp_path):
     """One runs; the other stops at once with the lock line; the store ends sound and whole."""
-    runs = [start_sweep(*TINY, "store=shared.zarr", cwd=tmp_path) for _ in range(2)]
+    slow = "timing.min_seconds=0.25"  # the first still runs when the second starts
+    runs = [start_sweep(*TINY, slow, "store=shared.zarr", cwd=tmp_path) for _ in range(2)]
     outcomes = [(process.wait(timeout=240), process.stderr.read()) for process in runs]
     for process in runs:
         process.stdout.close()

@@ -285,6 +285,7 @@ def test_the_dashboard_serves_dasks_status_page_and_the_performance_report_is_sa
         "cluster.n_workers=1",
         "grid.families=[bell]",
         "performance_report=true",
+        "timing.min_seconds=0.2",  # still running when the dashboard is read
         "store=r.zarr",
         cwd=tmp_path,
     )
