@@ -51,13 +51,13 @@ def run_lines(attrs: dict, threads: str) -> list[str]:
 
 
 def _flat(value, prefix: str = "") -> dict[str, object]:
-    """The leaves of a nested mapping by dotted key."""
-    if not isinstance(value, dict):
+    """The leaves of a nested mapping by dotted key (``{"a": {"b": 1}}``: ``{"a.b": 1}``)."""
+    if not isinstance(value, dict) or not value:
         return {prefix: value}
     found = {}
     for key, inner in value.items():
-        found.update(_flat(inner, f"{prefix}{key}."))
-    return {key.rstrip("."): inner for key, inner in found.items()}
+        found |= _flat(inner, f"{prefix}.{key}" if prefix else str(key))
+    return found
 
 
 def runs_lines(runs: list[dict]) -> list[str]:

@@ -4,6 +4,7 @@ import brute_force
 import numpy as np
 import scipy.sparse as sp
 from hmmlearn.hmm import CategoricalHMM
+from hypothesis import strategies as st
 
 from pipeline.methods import approximate
 from pipeline.models import HMM, build_model
@@ -20,6 +21,22 @@ FORMATS = {
 }
 """A random n x n transition matrix in each format (tiny, for brute force; the band is the
 diagonal, whose stored zeros can never empty a row)."""
+
+
+def tiny_cases(max_steps: int = 5) -> dict:
+    """Hypothesis strategies of a tiny model and sequence: its seed, n states, m symbols and
+    1 to ``max_steps`` observations (-1 none; read with ``symbols``)."""
+    return {
+        "seed": st.integers(0, 2**32 - 1),
+        "n": st.integers(1, 3),
+        "m": st.integers(1, 3),
+        "observed": st.lists(st.integers(-1, 2), min_size=1, max_size=max_steps),
+    }
+
+
+def symbols(observed: list[int], m: int) -> np.ndarray:
+    """``observed`` as symbols of an m-symbol emission: those past it become -1 (none)."""
+    return np.array([o if o < m else -1 for o in observed])
 
 
 def tiny_hmm(form: str, seed: int, n: int, m: int) -> HMM:

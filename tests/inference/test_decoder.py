@@ -2,10 +2,17 @@ import brute_force
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from cases import FORMATS, evidence_kinds, gaussian_model, hmmlearn_reference, tiny_hmm
+from cases import (
+    FORMATS,
+    evidence_kinds,
+    gaussian_model,
+    hmmlearn_reference,
+    symbols,
+    tiny_cases,
+    tiny_hmm,
+)
 from cases import reference_models as models
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import example, given
 
 from pipeline.inference import ViterbiBatchResult, ViterbiResult, path_log_probability, viterbi
 from pipeline.kernels import maxproduct
@@ -15,39 +22,36 @@ from pipeline.operators import LowRank, SparsePlusRankOne, toarray
 
 
 @pytest.mark.parametrize("form", sorted(FORMATS))
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(1, 3),
-    m=st.integers(1, 3),
-    observed=st.lists(st.integers(-1, 2), min_size=1, max_size=5),
-)
+@given(**tiny_cases())
+@example(seed=2963, n=2, m=1, observed=[0, 0, 0, 0, 0])  # a tie broken by rounding (lowrank)
 def test_brute_force_enumeration(form, seed, n, m, observed):
     """The path and its log probability against every path, from symbols (missing ones
-    included), likelihoods and log-likelihoods, whole and in segments of two steps."""
+    included), likelihoods and log-likelihoods, whole and in segments of two steps. Paths
+    whose probabilities are equal as numbers (the same factors in another order) may differ
+    by rounding: the path must be one of the most probable (the tie rule on exact ties is
+    ``test_ties_go_to_the_lowest_states_from_the_last_step_back``)."""
     hmm = tiny_hmm(form, seed, n, m)
-    observations = np.array([o if o < m else -1 for o in observed])
+    observations = symbols(observed, m)
     kinds, logs = evidence_kinds(hmm, observations)
-    path, log_probability = brute_force.viterbi(hmm.prior, toarray(hmm.transition), logs)
+    T = toarray(hmm.transition)
+    _, log_probability = brute_force.viterbi(hmm.prior, T, logs)
+    every, weights = brute_force.paths(hmm.prior, T, logs)
+    best = {tuple(p) for p in every[weights >= log_probability - 1e-12 * abs(log_probability)]}
     for kind, given_ in kinds.items():
         for checkpoint in (None, 2):
             result = viterbi(hmm, **{kind: given_}, checkpoint=checkpoint)
             assert isinstance(result, ViterbiResult)
-            np.testing.assert_array_equal(result.path, path, err_msg=kind)
+            assert tuple(result.path) in best, (kind, result.path)
             assert result.log_probability == pytest.approx(log_probability, rel=1e-10, abs=1e-12)
 
 
 @pytest.mark.parametrize("form", sorted(FORMATS))
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(1, 3),
-    m=st.integers(1, 3),
-    observed=st.lists(st.integers(-1, 2), min_size=1, max_size=4),
-)
+@given(**tiny_cases(4))
 def test_a_paths_log_probability_is_its_term_of_the_enumeration(form, seed, n, m, observed):
     """Every path of a tiny model scored from symbols (missing ones included), likelihoods
     and log-likelihoods, against its weight in the enumeration (-inf where impossible)."""
     hmm = tiny_hmm(form, seed, n, m)
-    observations = np.array([o if o < m else -1 for o in observed])
+    observations = symbols(observed, m)
     kinds, logs = evidence_kinds(hmm, observations)
     every, weights = brute_force.paths(hmm.prior, toarray(hmm.transition), logs)
     for kind, given_ in kinds.items():

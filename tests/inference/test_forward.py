@@ -6,9 +6,9 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from cases import symbols, tiny_cases
 from hmmlearn.hmm import CategoricalHMM
 from hypothesis import given
-from hypothesis import strategies as st
 
 from pipeline import inference
 from pipeline.inference import FilterBatchResult, FilterResult, filtering, filtering_chunks, predict
@@ -24,15 +24,10 @@ def as_sparse(hmm):
 
 
 @pytest.mark.parametrize("backend", [lambda h: h, as_sparse], ids=["dense", "sparse"])
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(1, 3),
-    m=st.integers(1, 3),
-    observed=st.lists(st.integers(-1, 2), min_size=1, max_size=5),
-)
+@given(**tiny_cases())
 def test_brute_force_enumeration(backend, seed, n, m, observed):
     hmm = backend(random_hmm(seed, n, m))
-    observations = np.array([o if o < m else -1 for o in observed])
+    observations = symbols(observed, m)
     result = filtering(hmm, observations)
     dense = (toarray(hmm.transition), toarray(hmm.emission))
     beliefs, log_evidence = brute_force_filter(hmm.prior, *dense, observations)

@@ -2,10 +2,17 @@ import brute_force
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from cases import FORMATS, evidence_kinds, gaussian_model, hmmlearn_reference, tiny_hmm
+from cases import (
+    FORMATS,
+    evidence_kinds,
+    gaussian_model,
+    hmmlearn_reference,
+    symbols,
+    tiny_cases,
+    tiny_hmm,
+)
 from cases import reference_models as models
 from hypothesis import given
-from hypothesis import strategies as st
 
 from pipeline.inference import (
     SmoothBatchResult,
@@ -22,17 +29,12 @@ from helpers import random_hmm
 
 
 @pytest.mark.parametrize("form", sorted(FORMATS))
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(1, 3),
-    m=st.integers(1, 3),
-    observed=st.lists(st.integers(-1, 2), min_size=1, max_size=5),
-)
+@given(**tiny_cases())
 def test_brute_force_enumeration(form, seed, n, m, observed):
     """Posteriors, evidence and expected transition counts against every path, from
     symbols (missing ones included), likelihoods and log-likelihoods."""
     hmm = tiny_hmm(form, seed, n, m)
-    observations = np.array([o if o < m else -1 for o in observed])
+    observations = symbols(observed, m)
     kinds, logs = evidence_kinds(hmm, observations)
     posteriors, log_evidence, counts = brute_force.smoothing(
         hmm.prior, toarray(hmm.transition), logs
