@@ -13,7 +13,6 @@ State Representations for Complex Stochastic Processes":
 - ``exact``: filtering, smoothing and Viterbi on the joint chain by its structured operator;
 - ``meanfield``: the structured mean field, online (filtering) and over a sequence (smoothing);
 - ``viterbi``: the chain-wise Viterbi of Thon and Kersting's equations (a) to (d);
-- ``compare``: every method against exact on one sequence (what the coupled sweep stores).
 
 >>> import numpy as np
 >>> from pipeline.coupled.family import build

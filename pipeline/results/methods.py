@@ -56,12 +56,21 @@ WHOLE_RUN = (
 DECODE_ONLY = f"NaN outside decode mode; {NO_REFERENCE}; {NOT_RUN}"
 
 
+TIMED_IN_ROUNDS = (
+    "one exact run a round, shared by every cell of the model, mode and seed, and one run "
+    "of each of their approximations, in alternating order, BLAS and numba fixed to "
+    "timing.blas_threads threads"
+)
+"""How the runtimes are taken (``pipeline.sweep.timing.Timing.rounds``)."""
+
+
 def _runtimes() -> dict[str, Variable]:
     return {
         f"runtime_{run}{suffix}": Variable(
             (*CELL, "t"),
             "s",
-            f"cumulative runtime of {what} inference to step t, {statistic} over repeats",
+            f"cumulative runtime of {what} inference to step t, {statistic} over repeats "
+            f"({TIMED_IN_ROUNDS})",
             missing=(
                 f"{NO_REFERENCE}; {NOT_RUN}; {WHOLE_RUN}; {UNTIMED}"
                 if run == "exact"
@@ -163,13 +172,15 @@ VARIABLES: dict[str, Variable] = {
     "repeats": Variable(
         CELL,
         "1",
-        "interleaved exact/approximate run pairs timed (0 with timing.enabled=false, and where "
-        "the approximation has no run in the cell's mode)",
+        "rounds timed: each one exact run and one run of every approximation of the model, "
+        "mode and seed (0 with timing.enabled=false, and where the approximation has no run in "
+        "the cell's mode)",
     ),
     "speedup": Variable(
         CELL,
         "1",
-        "exact over approximate runtime of the whole horizon, median of repeats",
+        "exact over approximate runtime of the whole horizon, median over rounds of the "
+        "ratio of the round's two runs",
         missing=f"{NO_REFERENCE}; {NOT_RUN}; {UNTIMED}",
     ),
     "log_evidence": Variable(

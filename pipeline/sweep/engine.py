@@ -31,13 +31,13 @@ from pipeline.sweep.cluster import (
 from pipeline.sweep.config import check_writable, compose
 from pipeline.sweep.failures import CellError, Failure, Failures, describe, transient
 from pipeline.sweep.kinds.base import Grid, SweepKind
-from pipeline.sweep.kinds.methods.tasks import blas_threads
 from pipeline.sweep.lock import StoreLock, check_unlocked
 from pipeline.sweep.logs import CELLS, to_the_log_file
 from pipeline.sweep.progress import Progress, Stages
 from pipeline.sweep.provenance import now, provenance, public_config
 from pipeline.sweep.store import ResultStore
 from pipeline.sweep.taskcount import Tasks
+from pipeline.sweep.timing import blas_threads
 
 log = logging.getLogger("pipeline.sweep")
 

@@ -20,6 +20,7 @@ from pipeline.models import build_model
 from pipeline.operators import toarray
 from pipeline.sweep.kinds.methods import plan, tasks
 from pipeline.sweep.kinds.methods.grid import Cell
+from pipeline.sweep.timing import Timing
 
 from helpers import random_hmm
 
@@ -95,7 +96,7 @@ def test_every_stored_bound_holds_at_every_step(method, family, corpus):
     settings = plan.Settings(
         horizon=30,
         observe_every=3,
-        timing=tasks.Timing(repeats=1, min_seconds=0.0, max_repeats=1, threads=1),
+        timing=Timing(repeats=1, min_seconds=0.0, max_repeats=1, threads=1),
         gamma_exact_max_states=10**6,
         exact_max_states=None,
     )

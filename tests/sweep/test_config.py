@@ -5,17 +5,20 @@ Most cases run the sweep's own checks in this process (``replaceable``,
 run the command end to end to show what the user sees.
 """
 
+import copy
 import dataclasses
 import re
 import sys
+import typing
 
 import pytest
+from omegaconf import ListConfig, OmegaConf
 
 from pipeline.results.kinds import KINDS
 from pipeline.results.methods import SCHEMA
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.cluster import connect
-from pipeline.sweep.config import CONFIG_DIR, ConfigError, register
+from pipeline.sweep.config import CONFIG_DIR, ConfigError, register, sweep_config
 from pipeline.sweep.config.clusters import load_clusters
 from pipeline.sweep.kinds import validate
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
@@ -67,7 +70,7 @@ BAD = {
         "grid.size: Key 'size' not in 'GridConfig'; allowed: families, n_states, methods",
     ),
     "no_seeds": (["grid.seeds=[]"], "grid.seeds: must not be empty"),
-    "negative_seed": (["grid.seeds=[-1]"], "grid.seeds: -1 is negative"),
+    "negative_seed": (["grid.seeds=[-1]"], "grid.seeds: -1 is not allowed; allowed: integers >= 0"),
     "unknown_mode": (
         ["grid.modes=[sample]"],
         "grid.modes: unknown mode 'sample'; allowed: predict, filter, smooth, decode",
@@ -201,6 +204,53 @@ def test_bad_configuration(case):
     message = first_error(*overrides)
     assert message is not None and "\n" not in message
     assert expected in message, message
+
+
+def _ranged(schema: type, prefix: str = ""):
+    """``(key, Range)`` of every field of ``schema`` and its nested sections that declares one."""
+    hints = typing.get_type_hints(schema)
+    for field in dataclasses.fields(schema):
+        hint = hints[field.name]
+        inner = [t for t in (hint, *typing.get_args(hint)) if dataclasses.is_dataclass(t)]
+        if "range" in field.metadata:
+            yield f"{prefix}{field.name}", field.metadata["range"]
+        elif inner:
+            yield from _ranged(inner[0], f"{prefix}{field.name}.")
+
+
+SECTIONS = {
+    "training": "lm_smoke",
+    "coupled": "coupled_smoke",
+    "kernel_features": "kernel_features",
+}
+"""The experiment that sets each kind's section (the other keys: ``smoke``)."""
+
+
+def test_every_declared_range_refuses_a_value_just_outside_it_at_its_key():
+    """Every range on the schema is checked: each key set just below its least value (or at
+    it, where the least is excluded, or above its most) is refused in one line naming it."""
+    configs = {name: composed(f"experiment={name}") for name in ("smoke", *SECTIONS.values())}
+    checked = []
+    for key, rule in _ranged(sweep_config()):
+        *parents, name = key.split(".")
+        cfg = copy.deepcopy(configs[SECTIONS.get(parents[0], "smoke") if parents else "smoke"])
+        section = OmegaConf.select(cfg, ".".join(parents)) if parents else cfg
+        bound = section[rule.least] if isinstance(rule.least, str) else rule.least
+        if bound is None:
+            bound = rule.most
+            outside = bound if rule.below else bound + 1
+        else:
+            outside = bound if rule.above else bound - 1
+        current = section[name]
+        OmegaConf.update(cfg, key, [outside] if isinstance(current, ListConfig) else outside)
+        with pytest.raises(ConfigError) as error:
+            validate(cfg)
+        message = str(error.value)
+        assert message.startswith(f"{key}: ") and "allowed: " in message, (key, message)
+        assert "\n" not in message
+        checked.append(key)
+    assert {"grid.horizon", "timing.max_repeats", "coupled.topp", "training.clip"} <= set(checked)
+    assert len(checked) >= 50
 
 
 def test_good_configurations_pass():

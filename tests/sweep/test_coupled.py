@@ -10,7 +10,8 @@ from pipeline.coupled import exact
 from pipeline.coupled.family import build
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds import coupled, validate
-from pipeline.sweep.kinds.coupled import CoupledCell, coupled_cell
+from pipeline.sweep.kinds.coupled import CoupledCell
+from pipeline.sweep.kinds.coupled.tasks import coupled_cell
 
 from helpers import composed, sweep
 
@@ -30,7 +31,11 @@ SMOKE = ["experiment=coupled_smoke", "cluster.dashboard_address=:0", "cluster.n_
             "coupled.n_states=[1]",
             "coupled.n_states: n_states must be an integer >= 2, got 1",
         ),
-        ("coupled_smoke", "coupled.eps=[1.5]", "coupled.eps: eps must be in [0, 1]"),
+        (
+            "coupled_smoke",
+            "coupled.eps=[1.5]",
+            "coupled.eps: 1.5 is not allowed; allowed: numbers in [0, 1]",
+        ),
         ("coupled_smoke", "coupled.alpha=0", "coupled.alpha: alpha must be > 0, got 0"),
         (
             "coupled_smoke",
@@ -45,7 +50,7 @@ SMOKE = ["experiment=coupled_smoke", "cluster.dashboard_address=:0", "cluster.n_
         (
             "coupled_smoke",
             "coupled.topp=[0]",
-            "coupled.topp: [0.0] is not allowed; allowed: numbers in (0, 1]",
+            "coupled.topp: 0.0 is not allowed; allowed: numbers in (0, 1]",
         ),
         (
             "coupled_smoke",

@@ -17,11 +17,12 @@ from pipeline.operators import toarray
 from pipeline.results.methods import MODES, VARIABLES
 from pipeline.sweep.kinds.methods import plan, spilled, tasks
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
+from pipeline.sweep.timing import Timing
 
 from helpers import composed
 
 SPEC = tasks.ModelSpec("dirichlet", 60, 3, {"alpha": 0.2, "n_observations": None})
-TIMING = tasks.Timing(repeats=2, min_seconds=0.0, max_repeats=5, threads=1)
+TIMING = Timing(repeats=2, min_seconds=0.0, max_repeats=5, threads=1)
 SETTINGS = plan.Settings(
     horizon=8,
     observe_every=2,
@@ -40,6 +41,16 @@ CELLS = [
 @pytest.fixture(scope="module")
 def model():
     return tasks.build(SPEC)
+
+
+def measured(model, built, exact, mixed, *, mode, timing=TIMING, **given):
+    """One cell as its plan computes it: its approximation timed in rounds with the exact
+    run (alone here), then measured."""
+    which = ("method", 0.0)
+    timed = tasks.timed_runs(model, exact, built, which=(which,), mode=mode, timing=timing)
+    return tasks.run_cell(
+        model, built, exact, mixed, timed, which=which, mode=mode, timing=timing, **given
+    )
 
 
 def test_gamma_from_parts_equals_one_search(model):
@@ -63,6 +74,7 @@ def test_the_plan_shares_work_and_names_it(model):
     assert names.count("model") == 1 and names.count("gamma") == 1 + len(parts)
     assert len(parts) == plan.gamma_parts(SPEC.n_states)
     assert names.count("exact") == 2 and names.count("approximate") == 3
+    assert names.count("timing") == 2  # one per mode and seed, shared by its cells
     assert names.count("cell") == len(CELLS)
     assert all(str(key).endswith("-t") for key in graph if not str(key).startswith("list"))
 
@@ -86,6 +98,10 @@ def test_the_plan_in_process_gives_each_cell_its_own_result(model):
             assert np.isnan(values["certificate"]).all()
         else:
             assert (values["tv"] <= values["certificate"] + 1e-12).all()
+    # one exact reference timed per mode and seed: the same exact runs in all its cells
+    for mode in ("predict", "filter"):
+        runs = [r["runtime_exact"] for c, r in zip(CELLS, results, strict=True) if c.mode == mode]
+        assert all(np.array_equal(runs[0], other) for other in runs[1:]), mode
 
 
 def test_without_an_exact_reference_only_the_approximation_is_timed(model):
@@ -98,7 +114,7 @@ def test_without_an_exact_reference_only_the_approximation_is_timed(model):
         model, mode="predict", horizon=8, observe_every=2, seed=0, run=False
     )
     mixed = tasks.mixing(model, exact=True)
-    values = tasks.run_cell(model, built, predicted, mixed, mode="predict", timing=TIMING)
+    values = measured(model, built, predicted, mixed, mode="predict")
     for name in ("tv", "runtime_exact", "runtime_exact_min"):
         assert np.isnan(values[name]).all(), name
     assert np.isnan(values["speedup"]) and values["repeats"] == 2
@@ -122,12 +138,12 @@ def test_impossible_observations_are_those_the_approximate_emissions_drop(model)
     exact = tasks.reference(model, mode="filter", horizon=40, observe_every=1, seed=5, run=True)
     built = tasks.build_approximation(model, method="topp", setting=0.5)
     mixed = tasks.mixing(model, exact=True)
-    values = tasks.run_cell(model, built, exact, mixed, mode="filter", timing=TIMING)
+    values = measured(model, built, exact, mixed, mode="filter")
     E = toarray(built.approximation.hmm.emission)
     expected = np.mean(E[exact.states, exact.observations] == 0)
     assert 0 < expected < 1 and values["impossible_observations"] == pytest.approx(expected)
     predicted = tasks.reference(model, mode="predict", horizon=8, observe_every=2, seed=0, run=True)
-    values = tasks.run_cell(model, built, predicted, mixed, mode="predict", timing=TIMING)
+    values = measured(model, built, predicted, mixed, mode="predict")
     assert np.isnan(values["impossible_observations"])
 
 
@@ -145,7 +161,7 @@ def test_a_cell_in_chunks_measures_what_a_whole_history_does(
     built = tasks.build_approximation(model, method=method, setting=setting)
     mixed = tasks.mixing(model, exact=True)
     whole = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
-    expected = tasks.run_cell(model, built, whole, mixed, mode=mode, timing=TIMING)
+    expected = measured(model, built, whole, mixed, mode=mode)
     monkeypatch.setattr(tasks, "HISTORY_BYTES", 8 * model.hmm.n_states * 4)  # 4 steps
     chunked = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
     history = chunked.beliefs
@@ -155,7 +171,7 @@ def test_a_cell_in_chunks_measures_what_a_whole_history_does(
     assert chunked.log_evidence == whole.log_evidence or mode == "predict"
     elsewhere = spilled.SpilledHistory(history.path, history.shape, "another-machine")
     for exact in (chunked, chunked._replace(beliefs=elsewhere), chunked._replace(beliefs=None)):
-        values = tasks.run_cell(model, built, exact, mixed, mode=mode, timing=TIMING)
+        values = measured(model, built, exact, mixed, mode=mode)
         for name in ("tv", "work", "log_evidence", "log_evidence_error", "zero_evidence", "eps"):
             np.testing.assert_array_equal(values[name], expected[name], err_msg=name)
         # a step's error is a matrix-vector product over the chunk's rows: BLAS may round it
@@ -206,7 +222,7 @@ def test_a_cells_memory_does_not_grow_with_the_horizon(monkeypatch):
             hmm_model, mode="predict", horizon=horizon, observe_every=1, seed=0, run=True
         )
         tracemalloc.start()
-        tasks.run_cell(hmm_model, built, exact, mixed, mode="predict", timing=TIMING)
+        measured(hmm_model, built, exact, mixed, mode="predict")
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
     # a whole history would take 8x the memory at 160 steps (1.6 MB a step for each run)
@@ -251,8 +267,7 @@ def test_smooth_and_decode_cells_against_every_path(method, setting):
     for reference in references.values():
         np.testing.assert_array_equal(reference.observations, observed)
     smooth, decode = (
-        tasks.run_cell(model, built, references[mode], mixed, mode=mode, timing=TIMING)
-        for mode in ("smooth", "decode")
+        measured(model, built, references[mode], mixed, mode=mode) for mode in ("smooth", "decode")
     )
     assert smooth["zero_evidence"] == decode["zero_evidence"] == 0
 
@@ -305,7 +320,7 @@ def test_what_a_mode_does_not_produce_is_nan_and_its_missing_attribute_says_so(m
     mixed = tasks.mixing(model, exact=True)
     for mode in MODES:
         exact = tasks.reference(model, mode=mode, horizon=8, observe_every=2, seed=3, run=True)
-        values = tasks.run_cell(model, built, exact, mixed, mode=mode, timing=TIMING, estimate=1.0)
+        values = measured(model, built, exact, mixed, mode=mode, estimate=1.0)
         expected = NOT_PRODUCED[mode] | (set() if mode == "decode" else DECODED)
         assert _all_nan(values) == expected, mode
         for name in expected:
@@ -315,7 +330,7 @@ def test_what_a_mode_does_not_produce_is_nan_and_its_missing_attribute_says_so(m
             continue
         assert values["repeats"] == 2 and np.isfinite(values["speedup"])
         assert np.isnan(values["runtime_approx"][:-1]).all()  # a whole run's time: at the end
-        unrun = tasks.run_cell(model, pruned, exact, mixed, mode=mode, timing=TIMING, estimate=1.0)
+        unrun = measured(model, pruned, exact, mixed, mode=mode, estimate=1.0)
         assert unrun["repeats"] == 0
         for name in _all_nan(unrun) - _all_nan(values):
             assert "topp_states" in VARIABLES[name].missing, (mode, name)

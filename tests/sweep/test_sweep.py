@@ -194,9 +194,9 @@ def test_deterministic_failures_are_reported_once_not_retried_and_the_rest_goes_
         "variable): fix their cause, then run the same command again.",
     ], result.stderr
     assert "Traceback" not in result.stderr and "Compute Failed" not in result.stderr
-    # the first pass over bell's fused cells stops at the first failing call; then each of
-    # its four failing cells runs on its own: five calls, where a retry would repeat them
-    assert calls.read_text().count("called") == 5
+    # bell's fused cells share each approximation: the two failing settings are built once
+    # each, and their four cells report the error: two calls, where a retry would repeat them
+    assert calls.read_text().count("called") == 2
     ds = xr.open_zarr(tmp_path / "outputs" / "smoke" / "results.zarr")
     bell = ds.sel(family="bell", n_states=20)
     assert bool(bell.sel({"method": "topp", "setting": 0.9}).done.all())

@@ -86,6 +86,9 @@ def keys(schema: type, prefix: str = "") -> list[Key]:
             found += keys(inner, f"{name}.")
             continue
         meaning = field.metadata.get("doc") or docs.get(field.name, "")
+        rule = field.metadata.get("range")
+        if rule is not None:
+            meaning = f"{meaning} Allowed: {rule.allowed(hints[field.name])}.".strip()
         found.append(Key(name, _type(hints[field.name]), repr(default), meaning))
     return found
 

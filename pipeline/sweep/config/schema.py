@@ -1,6 +1,7 @@
 """The sweep's structured config: the ``SweepConfig`` schema Hydra composes
-``pipeline/conf/config.yaml`` over (OmegaConf checks types and rejects unknown keys; the kinds and
-``validation`` check values)."""
+``pipeline/conf/config.yaml`` over (OmegaConf checks types and rejects unknown keys; the
+numbers' ranges are declared on the fields, ``ranged``, and checked by
+``validation.check_ranges``; the kinds check the rest)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from omegaconf import MISSING
 
 from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import FAMILIES, family_parameters
+from pipeline.sweep.config.validation import ranged
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
 """The configs the package ships (``pipeline/conf``): Hydra's ``config.yaml`` and
@@ -36,28 +38,29 @@ class GridConfig:
     methods: Any = None
     """Approximations: a mapping method -> list of its settings, such as ``{topp: [0.5, 0.9],
     topk: [5, 20]}`` (``pipeline.methods.METHODS``); typed ``Any``: a mapping of lists."""
-    horizon: int = 50
+    horizon: int = ranged(50, least=1)
     """Steps after the prior: beliefs and errors are stored for t = 0..horizon."""
-    seeds: list[int] = field(default_factory=lambda: [0])
+    seeds: list[int] = ranged(lambda: [0], least=0)
     """Random seeds: of a seeded family's model and of the sampled observations."""
     modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
     """Inference modes: ``predict`` (no observations), ``filter`` (observed paths), ``smooth``
     (every step's posterior given the whole path) and ``decode`` (the Viterbi path)."""
-    observe_every: int = 5
+    observe_every: int = ranged(5, least=1)
     """Filtering observes a symbol at every step t with t % observe_every == 0."""
 
 
 @dataclass
 class TimingConfig:
-    repeats: int = 3
-    """Least number of interleaved exact/approximate run pairs per cell; min, median and max
-    are stored."""
-    min_seconds: float = 0.2
-    """Pairs are repeated until they took this long (at most ``max_repeats``): short runs
-    of small models need many repeats before a median means anything."""
-    max_repeats: int = 1000
-    """The most run pairs per cell, however short the runs."""
-    blas_threads: int = 1
+    repeats: int = ranged(3, least=1)
+    """Least number of timing rounds per model, mode and seed: each round runs the exact
+    reference once and every approximation of its cells once, in alternating order; min,
+    median and max over rounds are stored."""
+    min_seconds: float = ranged(0.2, least=0)
+    """Rounds are repeated until they took this long in all (at most ``max_repeats``): short
+    runs of small models need many repeats before a median means anything."""
+    max_repeats: int = ranged(1000, least="repeats")
+    """The most rounds per model, mode and seed, however short the runs."""
+    blas_threads: int = ranged(1, least=1)
     """BLAS threads in every timed run (fixed with threadpoolctl and recorded)."""
     enabled: bool = True
     """Time the runs; false: accuracy only (each cell runs its approximation once and stores
@@ -125,65 +128,65 @@ class TrainingConfig:
     (``pipeline.hmmlm``) and stores its validation and test perplexity
     (``pipeline.sweep.kinds.training``)."""
 
-    n_states: list[int] = field(default_factory=lambda: [256])
+    n_states: list[int] = ranged(lambda: [256], least=2)
     parameterisations: list[str] = field(default_factory=lambda: ["softmax"])
     """``softmax``, ``neural`` (embeddings through a residual MLP, dot-product logits),
     ``kernel_<r>`` or ``banded_kernel_<r>`` (r states per feature)."""
-    seeds: list[int] = field(default_factory=lambda: [0])
-    max_epochs: Optional[int] = None  # noqa: UP045
+    seeds: list[int] = ranged(lambda: [0], least=0)
+    max_epochs: Optional[int] = ranged(None, least=1)  # noqa: UP045
     """Train at most this many epochs (null: 20)."""
-    patience: Optional[int] = None  # noqa: UP045
+    patience: Optional[int] = ranged(None, least=1)  # noqa: UP045
     """Stop after this many epochs in a row without a lower validation perplexity; null:
     train ``max_epochs`` epochs."""
-    max_seconds: Optional[float] = None  # noqa: UP045
+    max_seconds: Optional[float] = ranged(None, least=0, above=True)  # noqa: UP045
     """Each cell's time budget: no epoch starts that would end past this many seconds of
     training (as long as the last epoch took); null: none."""
-    clusters: int = 0
+    clusters: int = ranged(0, least=0)
     """Word clusters C of the blocked emissions (each owns n_states / C states, which emit
     only its words); 0: no blocks, every state emits every word."""
     clustering: str = "exchange"
     """How the training words are clustered: ``exchange`` (Brown et al.'s class-bigram
     objective, by the exchange algorithm) or ``random`` (a random equal partition)."""
-    state_dropout: float = 0.0
+    state_dropout: float = ranged(0.0, least=0, most=1, below=True)
     """Fraction of each cluster's states dropped per batch (0: none); needs clusters > 0."""
     max_states: dict[str, int] = field(default_factory=lambda: {"softmax": 16384})
     """Per parameterisation, the most states it is trained at (one not named: every size).
     The softmax's n^2 logits, two Adam moments, gradient and best copy are about 5 n^2
     float32 numbers (20 GiB at 32768 states); a neural model's epoch grows as n^2 d."""
-    batch: int = 32
+    batch: int = ranged(32, least=1)
     """Parallel streams the training tokens are cut into (and the held-out tokens, for
     evaluation); a batch is one segment of each."""
-    length: int = 64
+    length: int = ranged(64, least=1)
     """Tokens per segment; each stream's state is carried from one segment to the next."""
-    n_tokens: Optional[int] = None  # noqa: UP045
+    n_tokens: Optional[int] = ranged(None, least=2)  # noqa: UP045
     """Vocabulary size: the ``n_tokens - 1`` most frequent words seen at least twice in the
     training part, then ``<unk>`` for every other; default all words seen twice."""
-    train_chunks: Optional[int] = None  # noqa: UP045
+    train_chunks: Optional[int] = ranged(None, least=1)  # noqa: UP045
     """Train on the first this many ``length``-token chunks of the training part (default
     all)."""
-    held_out_chunks: Optional[int] = None  # noqa: UP045
+    held_out_chunks: Optional[int] = ranged(None, least=1)  # noqa: UP045
     """Measure perplexity on the first this many ``length``-token chunks of the validation
     (and test) part (default all)."""
-    learning_rate: float = 0.05
-    lr_decay: float = 1.0
+    learning_rate: float = ranged(0.05, least=0, above=True)
+    lr_decay: float = ranged(1.0, least=0, most=1, above=True)
     """After ``lr_patience`` epochs without a lower validation perplexity, restore the best
     epoch's parameters (Adam restarted) and multiply the learning rate by this; 1: keep the
     rate and the parameters."""
-    lr_patience: int = 1
+    lr_patience: int = ranged(1, least=1)
     """Epochs in a row without a lower validation perplexity before each ``lr_decay``."""
-    clip: Optional[float] = 5.0  # noqa: UP045
+    clip: Optional[float] = ranged(5.0, least=0, above=True)  # noqa: UP045
     """The largest norm of a step's gradient (per token); null: no clipping."""
-    dim: int = 32
+    dim: int = ranged(32, least=1)
     """Embedding dimension of the kernel and neural parameterisations."""
-    delta: int = 3
+    delta: int = ranged(3, least=1)
     """Band of the banded kernels: ``|i - j| < delta``."""
-    max_features: Optional[int] = None  # noqa: UP045
+    max_features: Optional[int] = ranged(None, least=1)  # noqa: UP045
     """The kernels' features F at most: ``kernel_<r>`` has min(n_states / r, this); null:
     n_states / r."""
     grow: bool = False
     """Start each cell whose half is in ``n_states`` from that cell's trained model, every
     state split in two (the evidence unchanged), instead of a random start."""
-    threads: int = 1
+    threads: int = ranged(1, least=1)
     """numba and BLAS threads of each cell (one per worker: ``cluster.n_workers`` x this
     should be the cores)."""
     corpus: Optional[str] = None  # noqa: UP045
@@ -198,18 +201,18 @@ class KernelFeaturesConfig:
     softmax rows and kernel rows at every feature count
     (``pipeline.sweep.kinds.kernel_features``)."""
 
-    n_states: list[int] = field(default_factory=lambda: [256, 1024, 4096, 16384, 65536])
-    n_features: list[int] = field(default_factory=lambda: [2**k for k in range(4, 13)])
+    n_states: list[int] = ranged(lambda: [256, 1024, 4096, 16384, 65536], least=2)
+    n_features: list[int] = ranged(lambda: [2**k for k in range(4, 13)], least=2)
     """Feature counts F (even): the first F features of one map of the largest count."""
-    temperatures: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0, 4.0])
+    temperatures: list[float] = ranged(lambda: [0.5, 1.0, 2.0, 4.0], least=0, above=True)
     """The logits u.v have standard deviation 1 / temperature (lower: more separated)."""
     feature_maps: list[str] = field(default_factory=lambda: ["positive", "fourier"])
-    dim: int = 16
+    dim: int = ranged(16, least=1)
     """Embedding dimension d."""
-    rows: int = 32
+    rows: int = ranged(32, least=1)
     """Rows sampled per cell (every row up to that many states)."""
-    seed: int = 0
-    threshold: float = 0.05
+    seed: int = ranged(0, least=0)
+    threshold: float = ranged(0.05, least=0, most=1, above=True, below=True)
     """The median row TV the report asks the feature count for."""
 
 
@@ -219,12 +222,12 @@ class CoupledConfig:
     Viterbi against exact and top-p, per (model, chains, n_states, eps, seed, observe)
     (``pipeline.sweep.kinds.coupled``)."""
 
-    chains: list[int] = field(default_factory=lambda: [2])
+    chains: list[int] = ranged(lambda: [2], least=2)
     n_states: Any = None
     """States per chain: a list for every chain count, or a mapping chains -> list."""
-    eps: list[float] = field(default_factory=lambda: [0.0, 0.2])
+    eps: list[float] = ranged(lambda: [0.0, 0.2], least=0, most=1)
     """Couplings: the probability that a chain moves by another chain's state."""
-    seeds: list[int] = field(default_factory=lambda: [0])
+    seeds: list[int] = ranged(lambda: [0], least=0)
     observe: list[str] = field(default_factory=lambda: ["chain"])
     """``chain`` (every chain's symbol) and/or ``set`` (the set of symbols emitted)."""
     n_observations: int = 4
@@ -234,18 +237,19 @@ class CoupledConfig:
     relational: dict[str, Any] = field(default_factory=dict)
     """Relational specs (``pipeline/conf/relational/<name>.yaml``) -> domains to ground them at,
     each a mapping type -> how many of its constants to keep (the rest of the types whole)."""
-    horizon: int = 50
-    observe_every: int = 4
-    topp: list[float] = field(default_factory=lambda: [0.9, 0.99])
+    horizon: int = ranged(50, least=1)
+    observe_every: int = ranged(4, least=1)
+    topp: list[float] = ranged(lambda: [0.9, 0.99], least=0, most=1, above=True)
     """Top-p masses of the joint chain's transitions, run beside the mean field."""
-    tolerance: float = 1e-6
-    max_iterations: int = 100
-    exact_max_states: int = 4096
+    tolerance: float = ranged(1e-6, least=0, above=True)
+    max_iterations: int = ranged(100, least=1)
+    exact_max_states: int = ranged(4096, least=1)
     """Exact inference (and top-p on the joint) only up to this many joint states."""
-    repeats: int = 3
-    """Each runtime is the median of this many runs..."""
-    budget: float = 1.0
-    """...or of as many as fit in this many seconds (at least one)."""
+    repeats: int = ranged(3, least=1)
+    """Every method of a cell is timed in rounds, each running every method once
+    (``pipeline.sweep.timing``); a runtime is the median over at most this many rounds..."""
+    budget: float = ranged(1.0, least=0)
+    """...or over as many as fit in this many seconds (at least one)."""
 
 
 @dataclass
@@ -275,23 +279,23 @@ class SweepConfig:
     performance_report: bool = False
     """Save Dask's performance report of the computation (HTML: task stream, worker profile,
     bandwidth) beside the store, as ``<store name>_performance.html``."""
-    fuse_states: int = 500
+    fuse_states: int = ranged(500, least=0)
     """Models with at most this many states compute all their cells in one Dask task."""
-    exact_max_states: Optional[int] = None  # noqa: UP045
+    exact_max_states: Optional[int] = ranged(None, least=2)  # noqa: UP045
     """Models with more states get no exact reference (default: all do): their cells time
     the approximation alone and the online certificate bounds its prediction error."""
-    gamma_exact_max_states: int = 20000
+    gamma_exact_max_states: int = ranged(20000, least=2)
     """gamma is exact up to this many states (a pair search in Dask tasks of about 2000
     rows); above, the Doeblin lower bound stands in for it (``gamma_exact`` says which)."""
-    retries: int = 2
+    retries: int = ranged(2, least=0)
     """How often a task is tried again after a reason another attempt may not meet (a worker
     short of memory, a lost connection, workers that died under it) before its cells are
     marked failed; a task's own exception (a ``ValueError`` of a plug-in) is never retried:
     it would be the same (``pipeline.sweep.failures``)."""
-    max_cells: int = 100_000
+    max_cells: int = ranged(100_000, least=1)
     """The most cells a grid may have; a larger one is refused before anything starts (a
     typo, an extra zero in a list of seeds, should not start a week of work)."""
-    flush_seconds: float = 2.0
+    flush_seconds: float = ranged(2.0, least=0, above=True)
     """Finished cells are written to the store at least this often."""
-    progress_seconds: float = 10.0
+    progress_seconds: float = ranged(10.0, least=0, above=True)
     """Interval of the plain progress lines printed when stderr is not a terminal."""

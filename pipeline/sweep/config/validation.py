@@ -3,8 +3,15 @@ the checks of the keys every kind has (timing, retries, the store's path)."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from omegaconf import ListConfig
+
+MISSING_DEFAULT = dataclasses.MISSING
 
 
 class ConfigError(ValueError):
@@ -35,33 +42,91 @@ def check_list(key: str, values, kind, allowed: str) -> None:
         raise ConfigError(key, f"has duplicates {list(values)}; list each value once")
 
 
-def check_at_least(key: str, value, least) -> None:
-    """Raise ``ConfigError`` at ``key`` unless ``value >= least``."""
-    if value < least:
-        raise ConfigError(key, f"{value} is not allowed; allowed: integers >= {least}")
+@dataclass(frozen=True)
+class Range:
+    """The numbers a key allows, declared on its schema field (``ranged``): at least
+    ``least`` (above it with ``above``), at most ``most`` (below it with ``below``); a
+    string bound names another key of the same section. A list's every value is checked; a
+    null passes where the field allows it."""
+
+    least: float | str | None = None
+    most: float | str | None = None
+    above: bool = False
+    below: bool = False
+
+    def allowed(self, hint, section=None) -> str:
+        """What a key of type ``hint`` allows, as its error says it: ``integers >= 1``,
+        ``numbers in (0, 1] or null``; a bound naming another key is that key's value in
+        ``section`` (its name without one)."""
+        least, most = (_shown(self._bound(section, b)) for b in (self.least, self.most))
+        kind = "integers" if int in (hint, *typing.get_args(hint)) else "numbers"
+        if least is not None and most is not None:
+            opening, closing = "(" if self.above else "[", ")" if self.below else "]"
+            text = f"{kind} in {opening}{least}, {most}{closing}"
+        elif least is not None:
+            text = f"{kind} {'>' if self.above else '>='} {least}"
+        else:
+            text = f"{kind} {'<' if self.below else '<='} {most}"
+        return f"{text} or null" if type(None) in typing.get_args(hint) else text
+
+    def admits(self, section, value) -> bool:
+        """Whether ``value`` is in range (``section``: the bounds named by key)."""
+        least, most = (self._bound(section, b) for b in (self.least, self.most))
+        low = least is None or (value > least if self.above else value >= least)
+        high = most is None or (value < most if self.below else value <= most)
+        return low and high
+
+    @staticmethod
+    def _bound(section, bound):
+        return section[bound] if isinstance(bound, str) and section is not None else bound
 
 
-def validate_shared(cfg) -> None:
-    """Raise ``ConfigError`` naming the first invalid key that every sweep kind has (the
-    cluster's are ``clusters.validate_cluster``'s)."""
-    for key, value, least in (
-        ("timing.repeats", cfg.timing.repeats, 1),
-        ("timing.max_repeats", cfg.timing.max_repeats, cfg.timing.repeats),
-        ("timing.blas_threads", cfg.timing.blas_threads, 1),
-        ("retries", cfg.retries, 0),
-        ("max_cells", cfg.max_cells, 1),
-        ("fuse_states", cfg.fuse_states, 0),
-        ("gamma_exact_max_states", cfg.gamma_exact_max_states, 2),
-        ("exact_max_states", 2 if cfg.exact_max_states is None else cfg.exact_max_states, 2),
-    ):
-        check_at_least(key, value, least)
-    for key in ("flush_seconds", "progress_seconds"):
-        if not cfg[key] > 0:
-            raise ConfigError(key, f"{cfg[key]} is not allowed; allowed: numbers > 0")
-    if cfg.timing.min_seconds < 0:
-        raise ConfigError(
-            "timing.min_seconds", f"{cfg.timing.min_seconds} is not allowed; allowed: numbers >= 0"
-        )
+def _shown(bound) -> str | None:
+    return bound if bound is None or isinstance(bound, str) else f"{bound:g}"
+
+
+def ranged(default=MISSING_DEFAULT, **rule):
+    """A schema field (``dataclasses.field``) whose values ``Range(**rule)`` bounds;
+    ``default`` a value, or a callable making it (a list's)."""
+    metadata = {"range": Range(**rule)}
+    if callable(default):
+        return field(default_factory=default, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def check_ranges(section, schema: type, prefix: str = "") -> None:
+    """Raise ``ConfigError`` at the first key of ``section`` (a config section of the
+    dataclass ``schema``, its keys named ``prefix`` + field) whose value its ``Range``
+    does not allow, the sections of its dataclass-typed fields included."""
+    hints = typing.get_type_hints(schema)
+    for item in dataclasses.fields(schema):
+        value, key = section[item.name], f"{prefix}{item.name}"
+        rule = item.metadata.get("range")
+        if rule is None:
+            inner = _dataclass(hints[item.name])
+            if inner is not None and value is not None:
+                check_ranges(value, inner, f"{key}.")
+            continue
+        values = list(value) if isinstance(value, list | tuple | ListConfig) else [value]
+        for one in values:
+            if isinstance(one, bool) or not isinstance(one, int | float):
+                continue  # null, or not a number: the type checks say so
+            if not rule.admits(section, one):
+                allowed = rule.allowed(hints[item.name], section)
+                raise ConfigError(key, f"{one} is not allowed; allowed: {allowed}")
+
+
+def _element_types(hint) -> tuple:
+    """The types inside ``hint``: a list's elements, an optional's value."""
+    return tuple(arg for arg in typing.get_args(hint) if arg is not type(None))
+
+
+def _dataclass(hint) -> type | None:
+    """The dataclass ``hint`` is, or is optionally; else None."""
+    for candidate in (hint, *_element_types(hint)):
+        if dataclasses.is_dataclass(candidate):
+            return candidate
+    return None
 
 
 def _probe(folder: Path) -> str | None:

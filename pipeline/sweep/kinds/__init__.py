@@ -18,7 +18,8 @@ import warnings
 from pipeline.results.kinds import KINDS
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.config.clusters import validate_cluster
-from pipeline.sweep.config.validation import validate_shared
+from pipeline.sweep.config.schema import sweep_config
+from pipeline.sweep.config.validation import check_ranges
 from pipeline.sweep.kinds.base import Grid, SweepKind
 
 
@@ -58,8 +59,8 @@ def validate(cfg) -> SweepKind:
     """Raise ``ConfigError`` naming the first invalid key of a composed config; return the
     config's kind."""
     kind = for_config(cfg)
+    check_ranges(cfg, sweep_config())
     kind.validate(cfg)
-    validate_shared(cfg)
     validate_cluster(cfg.cluster)
     return kind
 

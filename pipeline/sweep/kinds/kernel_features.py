@@ -94,9 +94,7 @@ def validate(cfg) -> None:
     allowed = ", ".join(feature_maps.FEATURE_MAPS)
     check_list("kernel_features.feature_maps", section.feature_maps, str, allowed)
     for key, values, ok, allowed_values in (
-        ("n_states", section.n_states, lambda n: n >= 2, "integers >= 2"),
-        ("n_features", section.n_features, lambda f: f >= 2 and f % 2 == 0, "even integers >= 2"),
-        ("temperatures", section.temperatures, lambda t: t > 0, "numbers > 0"),
+        ("n_features", section.n_features, lambda f: f % 2 == 0, "even integers >= 2"),
         ("feature_maps", section.feature_maps, lambda m: m in feature_maps.FEATURE_MAPS, allowed),
     ):
         for value in values:
@@ -104,18 +102,6 @@ def validate(cfg) -> None:
                 raise ConfigError(
                     f"kernel_features.{key}", f"{value!r} is not allowed; allowed: {allowed_values}"
                 )
-    for key in ("dim", "rows"):
-        if section[key] < 1:
-            raise ConfigError(
-                f"kernel_features.{key}", f"{section[key]} is not allowed; allowed: integers >= 1"
-            )
-    if section.seed < 0:
-        raise ConfigError("kernel_features.seed", f"{section.seed} is not allowed; allowed: >= 0")
-    if not 0 < section.threshold < 1:
-        raise ConfigError(
-            "kernel_features.threshold",
-            f"{section.threshold} is not allowed; allowed: numbers between 0 and 1",
-        )
 
 
 def _rng(settings: dict, cell: FeaturesCell, stream: int) -> np.random.Generator:

@@ -97,20 +97,12 @@ def validate(cfg) -> None:
     grid = cfg.grid
     _validate_families(cfg)
     _validate_methods(grid)
-    if grid.horizon < 1:
-        raise ConfigError("grid.horizon", f"{grid.horizon} is not allowed; allowed: integers >= 1")
     check_list("grid.seeds", grid.seeds, int, "integers >= 0")
-    if min(grid.seeds) < 0:
-        raise ConfigError("grid.seeds", f"{min(grid.seeds)} is negative; allowed: integers >= 0")
     allowed = ", ".join(results.MODES)
     check_list("grid.modes", grid.modes, str, allowed)
     for mode in grid.modes:
         if mode not in results.MODES:
             raise ConfigError("grid.modes", f"unknown mode {mode!r}; allowed: {allowed}")
-    if grid.observe_every < 1:
-        raise ConfigError(
-            "grid.observe_every", f"{grid.observe_every} is not allowed; allowed: integers >= 1"
-        )
 
 
 def verify(grid: MethodsGrid) -> None:

@@ -28,7 +28,7 @@ from pipeline.models import (
 )
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import RUN_SETTINGS, Grid
-from pipeline.sweep.kinds.methods.tasks import Timing
+from pipeline.sweep.timing import Timing
 
 
 class Cell(NamedTuple):

@@ -4,9 +4,10 @@ Per model ``(family, n_states, seed)``: one build and one gamma (an exact
 pair search split into tasks of about 2000 rows, or the Doeblin bound above
 ``gamma_exact_max_states`` or the family's own limit); a family whose models ignore the seed
 (``SEEDED = False``, e.g. the LM) builds one model for all seeds. Per model,
-mode and seed: one exact reference run (none above ``exact_max_states``); per
-model, method and setting: one approximation; per cell: the timed exact and
-approximate runs and the metrics.
+mode and seed: one exact reference run (none above ``exact_max_states``) and one
+timing task, the exact run timed in rounds with every approximation its cells need
+(``tasks.timed_runs``); per model, method and setting: one approximation; per cell: the
+accuracy pass and the metrics.
 
 ``model_plan`` writes this as ``dask.delayed`` tasks. ``run_model`` computes a
 model's plan in this process (dask's synchronous scheduler): the tests use it,
@@ -34,6 +35,7 @@ from pipeline.models import gamma_exact_max_states, seeded
 from pipeline.sweep.failures import TRANSIENT, CellError
 from pipeline.sweep.kinds.methods import memory, tasks
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
+from pipeline.sweep.timing import Timing
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class Settings:
 
     horizon: int
     observe_every: int
-    timing: tasks.Timing
+    timing: Timing
     gamma_exact_max_states: int
     exact_max_states: int | None
     token: str = ""
@@ -54,8 +56,15 @@ def gamma_parts(n_states: int) -> int:
     return min(16, max(1, n_states // 2000))
 
 
-def model_plan(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> dict[Cell, Delayed]:
-    """The delayed result of each of ``cells``, all of the model ``spec`` (any seeds)."""
+def model_plan(
+    spec: tasks.ModelSpec,
+    cells: list[Cell],
+    settings: Settings,
+    *,
+    run_cell: Callable = tasks.run_cell,
+) -> dict[Cell, Delayed]:
+    """The delayed result of each of ``cells``, all of the model ``spec`` (any seeds), each
+    computed by ``run_cell`` (``tasks.run_cell``'s signature)."""
 
     def key(*parts) -> str:
         return "-".join(str(part) for part in (*parts, settings.token))
@@ -96,12 +105,32 @@ def model_plan(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> 
         )
         for method, setting in dict.fromkeys((cell.method, cell.setting) for cell in cells)
     }
+    which = {
+        (mode, seed): tuple(
+            dict.fromkeys((c.method, c.setting) for c in cells if (c.mode, c.seed) == (mode, seed))
+        )
+        for mode, seed in references
+    }
+    timed = {
+        (mode, seed): delayed(tasks.timed_runs)(
+            model,
+            references[mode, seed],
+            *(approximations[key] for key in which[mode, seed]),
+            which=which[mode, seed],
+            mode=mode,
+            timing=settings.timing,
+            dask_key_name=key("timing", spec.family, spec.n_states, seed, mode),
+        )
+        for mode, seed in references
+    }
     return {
-        cell: delayed(tasks.run_cell)(
+        cell: delayed(run_cell)(
             model,
             approximations[cell.method, cell.setting],
             references[cell.mode, cell.seed],
             mixed,
+            timed[cell.mode, cell.seed],
+            which=(cell.method, cell.setting),
             mode=cell.mode,
             timing=settings.timing,
             estimate=memory.total(spec, cell, settings.horizon + 1),
@@ -113,16 +142,27 @@ def model_plan(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> 
 
 def run_model(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> list:
     """The results of each of ``cells`` (``tasks.run_cell``'s mappings), computed here, in
-    order. Where a cell raises (a plug-in method's ``ValueError``), the cells are computed
-    one by one, so the others are kept: the one that raised gives its ``CellError``
-    (``TRANSIENT`` exceptions fail the task, to be tried again)."""
-    plan = model_plan(spec, cells, settings)
+    order. A cell that raises (a plug-in method's ``ValueError``) gives its ``CellError``,
+    the others are kept; where the model's shared work raises (its build, say), the cells
+    are computed one by one, each giving its own result or error. ``TRANSIENT`` exceptions
+    fail the task, to be tried again."""
+    plan = model_plan(spec, cells, settings, run_cell=_kept)
     try:
         return list(dask.compute(*plan.values(), scheduler="sync"))
     except TRANSIENT:
         raise
-    except Exception:  # any cell's own error: keep the others
+    except Exception:  # shared work's own error: what each cell gets
         return [_cell(task) for task in plan.values()]
+
+
+def _kept(*args, **kwargs):
+    """``tasks.run_cell``, the cell's own error returned as its ``CellError``."""
+    try:
+        return tasks.run_cell(*args, **kwargs)
+    except TRANSIENT:
+        raise
+    except Exception as error:  # its own error, whatever it is
+        return CellError.of(error)
 
 
 def _cell(task: Delayed):

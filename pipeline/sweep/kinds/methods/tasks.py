@@ -20,9 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import numba
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from pipeline.inference import filtering, filtering_chunks
 from pipeline.methods import Approximation, approximate
@@ -39,7 +37,9 @@ from pipeline.metrics import (
 from pipeline.models import HMM, build_model
 from pipeline.operators import entries_at, step_work, stored_entries
 from pipeline.sampling import sample
+from pipeline.sweep.failures import TRANSIENT
 from pipeline.sweep.kinds.methods import resident, sequence, spilled
+from pipeline.sweep.timing import Timing
 
 SAMPLING_STREAM = 0x5EED
 """Mixed into the seed of the observation sampler, apart from the model's own draws."""
@@ -53,18 +53,6 @@ class ModelSpec:
     n_states: int
     seed: int
     params: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Timing:
-    """How cells time their runs (``timing.*`` of the config)."""
-
-    repeats: int
-    min_seconds: float
-    max_repeats: int
-    threads: int
-    enabled: bool = True
-    """False: one approximate run for the accuracy, no timed runs (runtimes stored NaN)."""
 
 
 class Model(NamedTuple):
@@ -116,6 +104,13 @@ class Built(NamedTuple):
     build_time: float
     sparsity: float  # fraction of zero entries of the transitions the approximate run uses
     stored_entries: int  # numbers stored for them
+
+
+class Unbuilt(NamedTuple):
+    """An approximation whose method raised (a plug-in's ``ValueError``, say): its cells
+    raise ``error``, the other cells of its model are timed and measured as usual."""
+
+    error: Exception
 
 
 def build(spec: ModelSpec) -> Model:
@@ -201,44 +196,19 @@ def mixing(model: Model, *parts: tuple[float, float], exact: bool) -> Mixing:
     return Mixing(gamma, doeblin, exact, seconds)
 
 
-def build_approximation(model: Model, *, method: str, setting: float) -> Built:
-    """The approximation of the model by ``method`` at ``setting``, timed."""
+def build_approximation(model: Model, *, method: str, setting: float) -> Built | Unbuilt:
+    """The approximation of the model by ``method`` at ``setting``, timed; the method's
+    own error kept (``TRANSIENT`` ones raised, to be tried again)."""
     start = time.perf_counter()
-    approximation = approximate(model.hmm, method, setting)
+    try:
+        approximation = approximate(model.hmm, method, setting)
+    except TRANSIENT:
+        raise
+    except Exception as error:  # the method's own, whatever it is: its cells raise it
+        return Unbuilt(error)
     seconds = time.perf_counter() - start
     T = approximation.hmm.transition
     return Built(approximation, seconds, sparsity(T), stored_entries(T))
-
-
-@functools.cache
-def _threadpools() -> ThreadpoolController:
-    """This process's thread pools, found once (finding them reads the loaded libraries)."""
-    return ThreadpoolController()
-
-
-def blas_threads() -> int:
-    """Threads of the BLAS numpy uses in this process."""
-    blas = _threadpools().select(user_api="blas").lib_controllers
-    return max((pool.num_threads for pool in blas), default=1)
-
-
-@contextlib.contextmanager
-def _numba_threads(timing: Timing):
-    """numba's threads (the parallel CSR step's) set to ``timing.threads`` (at most the
-    cores numba has) in this thread while timing, restored after."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(min(timing.threads, numba.config.NUMBA_NUM_THREADS))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
-
-
-@contextlib.contextmanager
-def _timing_threads(timing: Timing):
-    """BLAS and numba's parallel steps fixed to ``timing.threads``."""
-    with _threadpools().limit(limits=timing.threads, user_api="blas"), _numba_threads(timing):
-        yield
 
 
 def _elapsed(hmm: HMM, observed: np.ndarray, prune: float) -> np.ndarray:
@@ -265,32 +235,40 @@ def _runner(mode: str, observed: np.ndarray):
     return lambda hmm, prune: _elapsed(hmm, observed, prune)
 
 
-def _timed_runs(
-    model: Model, approximation: Approximation, exact: Reference, timing: Timing, mode: str
-):
-    """Exact and approximate runs of ``mode`` alternating (exact first on even repeats), BLAS
-    and numba's parallel steps fixed to ``timing.threads``, until ``timing.repeats`` pairs
-    and ``timing.min_seconds`` (at most ``timing.max_repeats``). Returns the cumulative
-    seconds of every step of the exact runs (none without a reference) and of the
-    approximate runs; with timing off, or an approximation without a run in ``mode``
-    (``sequence.runs``), none."""
-    runs: dict[str, list] = {"exact": [], "approx": []}
-    if not timing.enabled or (mode in sequence.MODES and not sequence.runs(approximation, mode)):
-        return runs["exact"], runs["approx"]
+class Timed(NamedTuple):
+    """The timed runs of one model, mode and seed (``timed_runs``): per round one exact
+    run and one run of each approximation, each run's cumulative seconds at every step
+    (the sequence modes: the whole run's, at the last step)."""
+
+    exact: np.ndarray | None  # (rounds, steps); None without an exact run
+    approx: dict[tuple[str, float], np.ndarray]  # (method, setting) -> (rounds, steps)
+
+
+def timed_runs(
+    model: Model,
+    exact: Reference,
+    *built: Built | Unbuilt,
+    which: tuple[tuple[str, float], ...],
+    mode: str,
+    timing: Timing,
+) -> Timed:
+    """The exact run of ``mode`` and the approximations ``built`` (their ``(method,
+    setting)`` in ``which``, in order) timed in rounds (``Timing.rounds``), so that every
+    cell of this model, mode and seed is measured against the same exact runs, each made
+    moments apart from its own. Not timed: an approximation that was not built, or has no
+    run in ``mode`` (``sequence.runs``); the exact run where none is (``exact.run`` false)
+    or nothing else is timed."""
     run = _runner(mode, exact.observations)
-    pair = ("exact", "approx") if exact.run else ("approx",)
-    start = time.perf_counter()
-    with _timing_threads(timing):
-        while len(runs["approx"]) < timing.repeats or (
-            time.perf_counter() - start < timing.min_seconds
-            and len(runs["approx"]) < timing.max_repeats
-        ):
-            for which in pair if len(runs["approx"]) % 2 == 0 else pair[::-1]:
-                if which == "exact":
-                    runs[which].append(run(model.hmm, 1.0))
-                else:
-                    runs[which].append(run(approximation.hmm, approximation.prune))
-    return runs["exact"], runs["approx"]
+    runs = {
+        key: functools.partial(run, done.approximation.hmm, done.approximation.prune)
+        for key, done in zip(which, built, strict=True)
+        if isinstance(done, Built)
+        and (mode not in sequence.MODES or sequence.runs(done.approximation, mode))
+    }
+    if runs and exact.run:
+        runs = {"exact": functools.partial(run, model.hmm, 1.0), **runs}
+    found = {key: np.array(times) for key, times in timing.rounds(runs).items() if times}
+    return Timed(found.pop("exact", None), found)
 
 
 class Accuracy(NamedTuple):
@@ -335,7 +313,7 @@ def _accuracy(model: Model, approximation: Approximation, exact: Reference, timi
     log_evidence, zero_evidence, previous, last = exact.log_evidence, 0, None, None
     with _exact_chunks(model, exact, chunk) as exacts:
         while True:
-            with _timing_threads(timing):
+            with timing.fixed_threads():
                 part = next(approx, None)
             if part is None:
                 break
@@ -407,7 +385,7 @@ def _sequence_measures(
     """What a cell of ``smooth`` or ``decode`` measures against its reference (``sequence``);
     no certificate and no work per step: they are the forward recursion's."""
     steps = exact.observations.size
-    threads = functools.partial(_timing_threads, timing)
+    threads = timing.fixed_threads
     if mode == "smooth":
         history = history_steps(steps, model.hmm.n_states)
         found = sequence.smooth_measures(
@@ -420,37 +398,42 @@ def _sequence_measures(
 
 def run_cell(
     model: Model,
-    built: Built,
+    built: Built | Unbuilt,
     exact: Reference,
     mixed: Mixing,
+    timed: Timed,
     *,
+    which: tuple[str, float],
     mode: str,
     timing: Timing,
     estimate: float = np.nan,
 ) -> dict[str, object]:
-    """Time exact and approximate inference side by side; measure the error and the cost.
+    """Measure the error and the cost of the approximation ``built`` (``which``: its
+    method and setting) against the exact reference.
 
-    The speedup is a ratio of runs made moments apart: the median over
-    repeats of the per-repeat ratio of total runtimes. Runtimes are cumulative
-    per step (median, min and max over repeats; the sequence modes time whole runs, stored
-    at the last step). Without an exact run
-    (``exact.run`` false) only the approximation is timed and TV, speedup
-    and evidence error are NaN: the certificate is then the measure of the
-    error. Bounds are for prediction; the certificate is NaN with observations. The
-    accuracy pass holds the approximate run against the exact one chunk by chunk
-    (``_forward_measures``, ``_sequence_measures``), the timing pass runs each side alone
-    (``_timed_runs``). The worker's peak resident memory while the cell runs is stored
-    beside its ``estimate`` (bytes, NaN: none).
+    The speedup is a ratio of runs made moments apart: the median over the rounds of
+    ``timed`` (``timed_runs``) of each round's exact over approximate runtime of the whole
+    horizon. Runtimes are cumulative per step (median, min and max over rounds; the
+    sequence modes time whole runs, stored at the last step); the exact ones are those of
+    every cell of this model, mode and seed. Without an exact run (``exact.run`` false)
+    only the approximation is timed and TV, speedup and evidence error are NaN: the
+    certificate is then the measure of the error. Bounds are for prediction; the
+    certificate is NaN with observations. The accuracy pass holds the approximate run
+    against the exact one chunk by chunk (``_forward_measures``, ``_sequence_measures``).
+    The worker's peak resident memory while the cell runs is stored beside its
+    ``estimate`` (bytes, NaN: none). An approximation that was not built raises its
+    method's error.
     """
+    if isinstance(built, Unbuilt):
+        raise built.error
     measured = resident.reset_peak()
     approximation = built.approximation
     measure = _sequence_measures if mode in sequence.MODES else _forward_measures
     values = measure(model, approximation, exact, mixed, mode=mode, timing=timing)
-    exact_runs, approx_runs = _timed_runs(model, approximation, exact, timing, mode)
     steps = exact.observations.size
     untimed = np.full((1, steps), np.nan)
-    approx_time = np.array(approx_runs) if approx_runs else untimed
-    exact_time = np.array(exact_runs) if exact_runs else untimed
+    approx_time = timed.approx.get(which, untimed)
+    exact_time = timed.exact if timed.exact is not None and which in timed.approx else untimed
     eps, start = approximation.step_error, approximation.start_error
     bounds = error_bounds(min(eps, 1.0), mixed.gamma, np.arange(steps), start=min(start, 1.0))
     runtimes = {
@@ -468,7 +451,7 @@ def run_cell(
         "eps_start": start,
         "eps_mean": float(approximation.row_error.mean()) + approximation.prune_error,
         "speedup": float(np.median(exact_time[:, -1] / approx_time[:, -1])),
-        "repeats": len(approx_runs),
+        "repeats": len(timed.approx.get(which, ())),
         "impossible_observations": _impossible(approximation.hmm, exact),
         "sparsity": built.sparsity,
         "stored_entries": built.stored_entries,

@@ -38,27 +38,13 @@ summary = results.summary
 __all__ = ["CONFIG", "SCHEMA", "SECTION", "grid", "submit", "summary", "validate"]
 
 
-def _check_at_least(training, key: str, least: int) -> None:
-    value = training[key]
-    if value is not None and value < least:
-        raise ConfigError(
-            f"training.{key}", f"{value} is not allowed; allowed: integers >= {least}"
-        )
-
-
 def _validate_blocks(training) -> None:
     """``clusters``, ``clustering`` and ``state_dropout`` against the state counts."""
     C = training.clusters
-    _check_at_least(training, "clusters", 0)
     if training.clustering not in clusters.CLUSTERINGS:
         raise ConfigError(
             "training.clustering",
             f"{training.clustering!r} is not allowed; allowed: {', '.join(clusters.CLUSTERINGS)}",
-        )
-    if not 0 <= training.state_dropout < 1:
-        raise ConfigError(
-            "training.state_dropout",
-            f"{training.state_dropout} is not allowed; allowed: 0 <= x < 1",
         )
     if training.state_dropout and not C:
         raise ConfigError(
@@ -85,14 +71,6 @@ def _default_corpus(training) -> bool:
     return training.corpus in (None, "stdlib")
 
 
-def _check_positive(training, key: str) -> None:
-    value = training[key]
-    if value is not None and not value > 0:
-        raise ConfigError(
-            f"training.{key}", f"{value} is not allowed; allowed: a number > 0 or null"
-        )
-
-
 def validate(cfg) -> None:
     """Raise ``ConfigError`` naming the first invalid key of ``training``."""
     training = cfg.training
@@ -100,21 +78,11 @@ def validate(cfg) -> None:
     check_list("training.parameterisations", training.parameterisations, str, PARAMETERISATIONS)
     check_list("training.seeds", training.seeds, int, "integers >= 0")
     for n in training.n_states:
-        if n < 2:
-            raise ConfigError("training.n_states", f"{n} is not allowed; allowed: integers >= 2")
         for name in training.parameterisations:
             try:
                 parse(name, n)
             except ValueError as error:
                 raise ConfigError("training.parameterisations", str(error)) from None
-    for key, least in (("max_epochs", 1), ("patience", 1), ("batch", 1)):
-        _check_at_least(training, key, least)
-    for key, least in (("length", 1), ("dim", 1), ("delta", 1), ("n_tokens", 2)):
-        _check_at_least(training, key, least)
-    for key, least in (("lr_patience", 1), ("max_features", 1), ("threads", 1)):
-        _check_at_least(training, key, least)
-    for key in ("clip", "max_seconds"):
-        _check_positive(training, key)
     if training.grow and any(name.startswith("banded_") for name in training.parameterisations):
         raise ConfigError(
             "training.grow",
@@ -129,14 +97,6 @@ def validate(cfg) -> None:
             parse(name, most)
         except ValueError as error:
             raise ConfigError(f"training.max_states.{name}", str(error)) from None
-    for key in ("train_chunks", "held_out_chunks"):
-        _check_at_least(training, key, 1)
-    if not training.learning_rate > 0:
-        raise ConfigError("training.learning_rate", "must be a number > 0")
-    if not 0 < training.lr_decay <= 1:
-        raise ConfigError(
-            "training.lr_decay", f"{training.lr_decay} is not allowed; allowed: 0 < x <= 1"
-        )
     _validate_blocks(training)
     if _default_corpus(training):
         if training.n_tokens is not None and training.n_tokens > data.DEFAULT_VOCABULARY:

@@ -3,17 +3,18 @@ and top-p in weakly coupled HMMs (Thon and Kersting, *Distributed Relational Sta
 Representations for Complex Stochastic Processes*).
 
 A config with a ``coupled`` section (``experiment=coupled``, ``coupled_smoke``) computes one
-cell per ``(model, chains, n_states, eps, seed, observe)`` as a Dask task (``coupled_cell``):
+cell per ``(model, chains, n_states, eps, seed, observe)`` as a Dask task
+(``tasks.coupled_cell``):
 ``model`` is the ``coupled`` family (seeded mixed-memory chains) or a relational spec of
 ``pipeline/conf/relational`` grounded at a domain (``pipeline.coupled.relational``); ``eps`` is the
 coupling; ``observe`` what is observed. Each cell samples a path of the model, observes
-every ``observe_every`` steps and runs every method on it (``pipeline.coupled.compare``);
+every ``observe_every`` steps and runs every method on it (``tasks.compare``);
 the store keeps what ``pipeline.results.coupled`` lists.
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import itertools
 import json
 from dataclasses import dataclass
@@ -21,35 +22,28 @@ from math import isqrt
 from pathlib import Path
 from typing import NamedTuple
 
-import numpy as np
 from distributed import Client, Future
 from omegaconf import OmegaConf
 
-from pipeline.coupled import family, relational
-from pipeline.coupled.compare import compare
-from pipeline.coupled.model import OBSERVE, CoupledHMM
+from pipeline.coupled import family
+from pipeline.coupled.model import OBSERVE
 from pipeline.models import ParameterError
 from pipeline.operators.lowrank import MAX_DENSE
 from pipeline.results import coupled as results
 from pipeline.sweep.config import ConfigError, check_list
 from pipeline.sweep.config.schema import CoupledConfig
-from pipeline.sweep.config.specs import known_specs, load_spec, spec_path
+from pipeline.sweep.config.specs import known_specs, spec_path
 from pipeline.sweep.kinds.base import Grid, submit_each
+from pipeline.sweep.kinds.coupled.tasks import FAMILY, Settings, coupled_cell, grounded
 
 SCHEMA = results.SCHEMA
 SECTION = "coupled"
 CONFIG = CoupledConfig
 summary = results.summary
 
-FAMILY = "coupled"
-"""The ``model`` coordinate of the seeded mixed-memory family; other values name specs."""
-
 EXACT_MAX_STATES = isqrt(MAX_DENSE)
 """The most joint states ``exact_max_states`` allows: exact Viterbi and top-p on the joint
 chain hold its matrix (``pipeline.operators.lowrank.MAX_DENSE`` entries)."""
-
-SAMPLING_STREAM = 0xC0DE
-"""Mixed into the seed of the sampled path, apart from the model's own draws."""
 
 
 class CoupledCell(NamedTuple):
@@ -59,29 +53,6 @@ class CoupledCell(NamedTuple):
     eps: float
     seed: int
     observe: str
-
-
-@functools.cache
-def grounded(name: str, domain: str, eps: float):
-    """The relational spec ``name`` grounded at ``domain`` (JSON of type -> constants kept)
-    with coupling ``eps``; once per worker process."""
-    spec = load_spec(name)
-    counts = json.loads(domain)
-    types = spec["types"]
-    for kind, count in counts.items():
-        if kind not in types:
-            raise ValueError(f"unknown type {kind!r} in a domain; allowed: {', '.join(types)}")
-        if (
-            isinstance(count, bool)
-            or not isinstance(count, int)
-            or not 1 <= count <= len(types[kind])
-        ):
-            raise ValueError(
-                f"a domain keeps {count!r} constants of {kind}; allowed: 1 to {len(types[kind])}"
-            )
-    return relational.ground(
-        spec, eps=eps, domain={t: list(types[t])[:c] for t, c in counts.items()}
-    )
 
 
 @dataclass(frozen=True)
@@ -98,7 +69,7 @@ class CoupledGrid(Grid):
     eps: tuple[float, ...]
     seeds: tuple[int, ...]
     observe: tuple[str, ...]
-    settings: dict
+    settings: Settings
 
     Cell = CoupledCell
 
@@ -122,8 +93,8 @@ class CoupledGrid(Grid):
             "eps": self.eps,
             "seed": self.seeds,
             "observe": self.observe,
-            "p": tuple(float(p) for p in self.settings["topp"]),
-            "t": range(self.settings["horizon"] + 1),
+            "p": tuple(float(p) for p in self.settings.topp),
+            "t": range(self.settings.horizon + 1),
         }
 
     def cells(self) -> list[CoupledCell]:
@@ -146,7 +117,7 @@ class CoupledGrid(Grid):
             "eps": self.eps,
             "seeds": self.seeds,
             "observe": self.observe,
-            **self.settings,
+            **dataclasses.asdict(self.settings),
         }
 
 
@@ -173,7 +144,7 @@ def grid(cfg) -> CoupledGrid:
         eps=tuple(sorted(float(e) for e in section.pop("eps"))),
         seeds=tuple(sorted(section.pop("seeds"))),
         observe=tuple(section.pop("observe")),
-        settings=section,
+        settings=Settings(**section | {"topp": tuple(section["topp"])}),
     )
 
 
@@ -186,10 +157,6 @@ def validate(cfg) -> None:
     """Raise ``ConfigError`` naming the first invalid key of ``coupled``."""
     section = cfg.coupled
     check_list("coupled.chains", section.chains, int, "integers >= 2")
-    if min(section.chains) < 2:
-        raise ConfigError(
-            "coupled.chains", f"{min(section.chains)} is not allowed; allowed: integers >= 2"
-        )
     if section.n_states is None:
         raise ConfigError(
             "coupled.n_states",
@@ -224,30 +191,7 @@ def validate(cfg) -> None:
                 )
             except ParameterError as error:
                 raise ConfigError(f"coupled.{error.parameter}", str(error)) from None
-    for key, least in (
-        ("horizon", 1),
-        ("observe_every", 1),
-        ("max_iterations", 1),
-        ("exact_max_states", 1),
-        ("repeats", 1),
-    ):
-        if section[key] < least:
-            raise ConfigError(
-                f"coupled.{key}", f"{section[key]} is not allowed; allowed: integers >= {least}"
-            )
     check_list("coupled.topp", section.topp, float | int, "numbers in (0, 1]")
-    if not all(0 < p <= 1 for p in section.topp):
-        raise ConfigError(
-            "coupled.topp", f"{list(section.topp)} is not allowed; allowed: numbers in (0, 1]"
-        )
-    if not section.tolerance > 0:
-        raise ConfigError(
-            "coupled.tolerance", f"{section.tolerance} is not allowed; allowed: numbers > 0"
-        )
-    if section.budget < 0:
-        raise ConfigError(
-            "coupled.budget", f"{section.budget} is not allowed; allowed: numbers >= 0"
-        )
     if section.exact_max_states > EXACT_MAX_STATES:
         raise ConfigError(
             "coupled.exact_max_states",
@@ -292,42 +236,6 @@ def validate(cfg) -> None:
                     "the same size",
                 )
             shapes.add((len(sizes), sizes[0]))
-
-
-def build(grid_domains: dict, cell: CoupledCell, settings: dict) -> CoupledHMM:
-    """The model of ``cell``."""
-    if cell.model == FAMILY:
-        return family.build(
-            cell.chains,
-            cell.n_states,
-            cell.seed,
-            eps=cell.eps,
-            n_observations=settings["n_observations"],
-            observe=cell.observe,
-            alpha=settings["alpha"],
-        )
-    domain = grid_domains[(cell.model, cell.chains, cell.n_states)]
-    return grounded(cell.model, domain, cell.eps).model
-
-
-def coupled_cell(cell: CoupledCell, domains: dict, settings: dict) -> dict[str, object]:
-    """Sample a path of the cell's model and compare every method on it."""
-    model = build(domains, cell, settings)
-    rng = np.random.default_rng([cell.seed, SAMPLING_STREAM])
-    paths, observations = model.sample(settings["horizon"] + 1, rng)
-    observations[np.arange(observations.size) % settings["observe_every"] != 0] = -1
-    values = compare(
-        model,
-        paths,
-        observations,
-        topp=tuple(settings["topp"]),
-        exact=model.n_joint <= settings["exact_max_states"],
-        tolerance=settings["tolerance"],
-        max_iterations=settings["max_iterations"],
-        repeats=settings["repeats"],
-        budget=settings["budget"],
-    )
-    return values
 
 
 def submit(
