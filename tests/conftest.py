@@ -49,7 +49,7 @@ def client():
 
 
 STARTS_A_PROCESS = re.compile(r"\b(start_sweep|sweep|subprocess\.\w+)\(")
-"""What a test that starts a process calls (``helpers.sweep``, ``subprocess.run``...)."""
+"""What a test that starts a process calls (``sweeping.sweep``, ``subprocess.run``...)."""
 
 
 def pytest_collection_modifyitems(items) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import xarray as xr
 
-from helpers import on_path
+from sweeping import on_path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow  # pip builds the package; the installed copy compiles anew
@@ -81,3 +81,21 @@ def _version() -> str:
         if line.startswith("version = "):
             return line.split('"')[1]
     raise AssertionError("pyproject.toml has no version")
+
+
+def test_the_library_tests_helpers_import_neither_hydra_nor_dask():
+    """The library's tests need no Hydra: their helpers import none (nor Dask, nor the
+    sweep); the sweep's helpers are in ``sweeping``."""
+    code = (
+        "import sys, helpers\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('hydra', 'omegaconf', "
+        "'dask', 'distributed') or m.startswith('pipeline.sweep')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parent,
+    )
+    assert out.stdout.strip() == "[]"

@@ -27,7 +27,7 @@ from pipeline.plugins import PluginError, Registry
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds import validate
 
-from helpers import TINY, composed, install, on_path, sweep
+from sweeping import TINY, composed, install, on_path, sweep
 
 GOOD = """
 import numpy as np

@@ -1,5 +1,3 @@
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -27,7 +25,7 @@ from pipeline.results.methods import SCHEMA, summary
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import template
 
-from helpers import composed
+from sweeping import composed
 
 FIGURES = (
     "runtime.png",
@@ -97,17 +95,6 @@ def test_command_line(smoke, tmp_path, capsys):
     assert table[0].split() == ["array", "chunks", "sound", "damaged", "(where)"]
     assert table[-1] == f"{smoke[0]}: every chunk is sound"
     assert ["tv", "6", "6", "-"] in [line.split() for line in table]
-
-
-def test_reading_results_imports_neither_hydra_nor_the_sweep():
-    code = (
-        "import sys, pipeline.analysis, pipeline.results, pipeline.analyze\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'hydra'"
-        " or m.startswith('pipeline.sweep') or m == 'distributed')\n"
-        "print(loaded)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
 
 
 def test_a_store_of_the_old_layout_is_refused(smoke, tmp_path, capsys):

@@ -12,7 +12,7 @@ from pipeline.sweep import run
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import ResultStore
 
-from helpers import TINY, composed
+from sweeping import TINY, composed
 
 STATUS = ("done", "failed", "error")
 

@@ -10,7 +10,7 @@ from pipeline.sweep.backends.jobqueue import JobqueueClusterConfig
 from pipeline.sweep.cluster import connect
 from pipeline.sweep.config import ConfigError
 
-from helpers import done_count, kill_group, wait_for
+from sweeping import done_count, kill_group, wait_for
 
 SLOW = ["timing.min_seconds=0.1", "timing.repeats=3"]
 """Each cell times for at least 0.1 s: long enough to interrupt."""

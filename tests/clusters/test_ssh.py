@@ -15,7 +15,7 @@ from conftest import (
 
 from pipeline.sweep.provenance import REDACTED
 
-from helpers import done_count, kill_group, wait_for
+from sweeping import done_count, kill_group, wait_for
 
 SLOW = ["timing.min_seconds=0.1", "timing.repeats=3"]
 """Each model's eight cells time for at least 0.8 s: long enough to interrupt."""

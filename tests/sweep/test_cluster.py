@@ -26,7 +26,7 @@ from pipeline.sweep.config.clusters import load_clusters, temporary_tls
 from pipeline.sweep.engine import sweep
 from pipeline.sweep.main import _stop
 
-from helpers import composed
+from sweeping import composed
 
 TEMPORARY_TLS = {
     (): {

@@ -25,7 +25,7 @@ from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.main import check_overrides
 from pipeline.sweep.store import ResultStore
 
-from helpers import TINY, composed, sweep
+from sweeping import TINY, composed, sweep
 
 BAD = {
     "p_above_1": (

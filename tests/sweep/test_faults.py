@@ -12,9 +12,9 @@ from pipeline.results import damage
 from pipeline.results.methods import MEASURED
 from pipeline.sweep import run
 
-from helpers import (
+from helpers import assert_same_values
+from sweeping import (
     TINY,
-    assert_same_values,
     dask_process,
     done_count,
     kill_group,

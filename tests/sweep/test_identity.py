@@ -14,7 +14,8 @@ from pipeline.sweep.kinds.methods import MethodsGrid
 from pipeline.sweep.main import check_overrides
 from pipeline.sweep.store import ResultStore
 
-from helpers import composed, corpus_folder
+from helpers import corpus_folder
+from sweeping import composed
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,8 @@ from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import ResultStore
 
-from helpers import TINY, assert_same_values, composed
+from helpers import assert_same_values
+from sweeping import TINY, composed
 
 CAMPAIGN_SCALE = settings().max_examples
 """The loaded Hypothesis profile's examples (60 in 'ci', the default; 300 in 'dev'): the random

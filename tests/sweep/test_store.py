@@ -9,7 +9,7 @@ from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import ResultStore
 
-from helpers import composed
+from sweeping import composed
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.methods.tasks import observations
 
-from helpers import TINY, assert_same_values, install, on_path, start_sweep, sweep
+from helpers import assert_same_values
+from sweeping import TINY, install, on_path, start_sweep, sweep
 
 
 def test_store_layout(smoke):

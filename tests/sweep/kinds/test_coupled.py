@@ -13,7 +13,7 @@ from pipeline.sweep.kinds import coupled, validate
 from pipeline.sweep.kinds.coupled import CoupledCell
 from pipeline.sweep.kinds.coupled.tasks import coupled_cell
 
-from helpers import composed, sweep
+from sweeping import composed, sweep
 
 SMOKE = ["experiment=coupled_smoke", "cluster.dashboard_address=:0", "cluster.n_workers=2"]
 

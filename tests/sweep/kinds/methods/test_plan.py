@@ -14,12 +14,13 @@ from pipeline.inference import filtering
 from pipeline.methods import approximate
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_variation
 from pipeline.operators import toarray
+from pipeline.results.base import status_variables
 from pipeline.results.methods import MODES, VARIABLES
-from pipeline.sweep.kinds.methods import plan, spilled, tasks
+from pipeline.sweep.kinds.methods import plan, plan_settings, spilled, tasks
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.sweep.timing import Timing
 
-from helpers import composed
+from sweeping import composed
 
 SPEC = tasks.ModelSpec("dirichlet", 60, 3, {"alpha": 0.2, "n_observations": None})
 TIMING = Timing(repeats=2, min_seconds=0.0, max_repeats=5, threads=1)
@@ -232,13 +233,6 @@ def test_a_cells_memory_does_not_grow_with_the_horizon(monkeypatch):
 def test_a_cell_returns_every_variable_of_the_schema_by_name():
     """``run_cell``'s mapping holds exactly the methods schema's variables, cell status aside:
     a variable added to one and not the other fails here, not in a sweep."""
-    from pipeline.results.base import status_variables
-    from pipeline.results.methods import VARIABLES
-    from pipeline.sweep.kinds.methods import plan, plan_settings
-    from pipeline.sweep.kinds.methods.grid import MethodsGrid
-
-    from helpers import composed
-
     cfg = composed("grid.families=[bell]", "grid.n_states=[20]", "grid.seeds=[0]")
     grid = MethodsGrid.from_config(cfg)
     ((spec, cells),) = plan.by_model(grid, grid.cells())

@@ -4,7 +4,7 @@ import pytest
 from pipeline.results.methods import DIMS
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 
-from helpers import composed
+from sweeping import composed
 
 IN_GRID = ("family", "n_states", "method", "setting")
 

@@ -11,7 +11,7 @@ from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds import kernel_features, validate
 from pipeline.sweep.kinds.kernel_features import FeaturesCell, features_cell
 
-from helpers import composed, sweep
+from sweeping import composed, sweep
 
 TINY = [
     "experiment=kernel_features",

@@ -15,7 +15,7 @@ from pipeline.sweep import kinds
 from pipeline.sweep.cluster import MEMORY, connect, memory_resource, worker_memory
 from pipeline.sweep.kinds.methods import memory, sequence, spilled, tasks
 
-from helpers import composed
+from sweeping import composed
 
 
 @pytest.mark.parametrize(

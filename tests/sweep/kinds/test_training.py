@@ -16,7 +16,8 @@ from pipeline.sweep.kinds import training, validate
 from pipeline.sweep.kinds.training.grid import TrainingCell
 from pipeline.sweep.kinds.training.tasks import model_file, train_cell
 
-from helpers import composed, corpus_folder, sweep
+from helpers import corpus_folder
+from sweeping import composed, sweep
 
 SMOKE = [
     "experiment=lm_smoke",

@@ -1,0 +1,121 @@
+"""Helpers of the sweep's tests: configs composed by Hydra, plug-ins installed for a run, and
+sweeps and Dask processes run for real."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import zarr
+
+from pipeline.sweep.config import compose
+
+
+def composed(*overrides):
+    """The sweep's config composed by Hydra from the smoke experiment and ``overrides``."""
+    return compose(["experiment=smoke", *overrides])[0]
+
+
+# --- plug-ins -------------------------------------------------------------------------------
+
+
+def on_path(*folders, **variables) -> dict[str, str]:
+    """This process's environment with ``folders`` first on ``PYTHONPATH`` (before what it
+    held) and ``variables`` set: for a sweep that finds plug-ins installed there."""
+    path = [str(folder) for folder in folders] + [os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path)), **variables}
+
+
+def install(root, package, modules: dict[str, str], entry_points: dict[str, dict[str, str]]):
+    """A distribution ``package`` 0.1 with ``modules`` (name -> source) and ``entry_points``
+    (group -> name -> object), as pip would leave it in site-packages."""
+    info = root / f"{package}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in names.items())
+            for group, names in entry_points.items()
+        )
+    )
+    for name, source in modules.items():
+        (root / f"{name}.py").write_text(textwrap.dedent(source))
+
+
+# --- running the sweep and Dask processes for real -----------------------------------------
+
+TINY = ["experiment=smoke", "cluster.dashboard_address=:0", "cluster.n_workers=2"]
+"""A seconds-long sweep on a 2-worker LocalCluster with a free dashboard port."""
+
+
+def sweep(
+    *overrides: str, cwd: Path, timeout: float = 240, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``python -m pipeline.sweep`` as a user would, in ``cwd`` (``env``: its environment)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.sweep", *overrides],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def start_sweep(*overrides: str, cwd: Path) -> subprocess.Popen:
+    """Start a sweep in its own process group (so it can be killed with its workers)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipeline.sweep", *overrides],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL a process started by ``start_sweep`` and everything it started."""
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+def done_count(store: Path) -> int:
+    """Cells marked done in a store another process is writing (0 before it exists)."""
+    try:
+        group = zarr.open_group(store, mode="r", use_consolidated=False)
+        return int(group["done"][...].sum())
+    except (FileNotFoundError, KeyError, ValueError):
+        return 0
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what}")
+        time.sleep(0.1)
+
+
+def dask_process(*arguments: str, cwd: Path) -> subprocess.Popen:
+    """``dask <arguments>`` (the dask CLI) as a child process."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "dask", *arguments],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def scheduler_address(scheduler_file: Path, timeout: float = 60) -> str:
+    wait_for(scheduler_file.exists, timeout, "the scheduler file")
+    wait_for(
+        lambda: scheduler_file.read_text().strip().endswith("}"),
+        timeout,
+        "the scheduler file to be complete",
+    )
+    return json.loads(scheduler_file.read_text())["address"]
