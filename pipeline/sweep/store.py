@@ -25,7 +25,6 @@ import errno
 import json
 import logging
 import os
-import re
 import shutil
 import warnings
 from pathlib import Path
@@ -34,8 +33,6 @@ import numpy as np
 import xarray as xr
 import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
-from zarr.core.buffer import default_buffer_prototype
-from zarr.storage import MemoryStore
 
 from pipeline.results import FORMAT, Found, Schema, Variable, damage, found, manifest
 from pipeline.results.durable import (
@@ -44,9 +41,9 @@ from pipeline.results.durable import (
     sync,
     sync_tree,
     write_atomically,
-    write_durably,
 )
-from pipeline.results.paths import Chunk, arrays, problem
+from pipeline.results.paths import arrays, problem
+from pipeline.sweep import repair
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import Grid
 
@@ -130,102 +127,6 @@ def _disk_space(path: Path):
             f"{path}: the disk is full ({error.strerror}); the finished cells that reached "
             "the disk are kept: free some space, then run the same command again",
         ) from None
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process with this PID runs on this host."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
-def _remove_stale_creations(path: Path) -> None:
-    """Remove what creators of ``path`` that died left beside it: ``.<name>.<pid>.creating``
-    of a PID that no process on this host has."""
-    if not path.parent.is_dir():
-        return
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.(\d+)\.creating")
-    for entry in path.parent.iterdir():
-        match = pattern.fullmatch(entry.name)
-        if match and int(match[1]) != os.getpid() and not _alive(int(match[1])):
-            shutil.rmtree(entry, ignore_errors=True)
-            log.info("%s: removed %s, left by a creation that was killed", path, entry.name)
-
-
-def _rebuild_metadata(path: Path, dataset: xr.Dataset, encoding: dict, names: list[str]) -> None:
-    """Write the metadata (``zarr.json``) of the arrays ``names`` as the grid's template has
-    it, leaving their chunks as they are."""
-    memory = MemoryStore()
-    dataset.to_zarr(memory, mode="w", encoding=encoding, consolidated=False)
-    group = zarr.open_group(memory, mode="r", use_consolidated=False)
-    for name in names:
-        metadata = group[name].metadata.to_buffer_dict(default_buffer_prototype())
-        write_durably({path / name / "zarr.json": metadata["zarr.json"].to_bytes()})
-
-
-def _read(
-    group: zarr.Group, dataset: xr.Dataset, schema: Schema, skip: set[tuple[int, int]]
-) -> tuple[dict[str, np.ndarray], set[tuple[int, int]]]:
-    """Every variable of ``schema`` read chunk by chunk (one chunk per pair of the first two
-    dims) but the pairs in ``skip``, and the pairs not read (``skip``, and those with a
-    chunk that could not be read): those keep the template's missing values (``done``
-    false)."""
-    arrays = {name: dataset[name].values.copy() for name in schema.variables}
-    shape = arrays["done"].shape[:2]
-    unread = set(skip)
-    for pair in np.ndindex(shape):
-        if pair in unread:
-            continue
-        try:
-            chunk = {name: np.asarray(group[name][pair]) for name in schema.variables}
-        except Exception:  # whatever a damaged chunk makes its codecs raise
-            unread.add(pair)
-            continue
-        for name, values in chunk.items():
-            arrays[name][pair] = values
-    return arrays, unread
-
-
-def _manifests(path: Path, damaged: list[Chunk]) -> tuple[manifest.Entries, set[str]]:
-    """The manifests of the store to resume at ``path`` as they should be, and the arrays
-    whose manifest on disk is not: an array without one, or whose one cannot be read, gets
-    one from its chunks that read (not ``damaged``); two versions of a chunk accepted (a
-    flush was interrupted) become the one on disk."""
-    manifests = manifest.load(path)
-    uncovered = set(arrays(path)) - manifests.covered
-    if uncovered:
-        log.log(
-            logging.WARNING if manifests.problems else logging.INFO,
-            "%s: %s; written again from the chunks that read",
-            path,
-            "; ".join(
-                f"the manifest of {n} cannot be read ({why})"
-                for n, why in manifests.problems.items()
-            )
-            or "it has no manifests yet (written before them)",
-        )
-    entries = manifests.entries | manifest.scan(path, uncovered, {c.file for c in damaged})
-    unsettled = {key.split("/", 1)[0] for key, sums in entries.items() if len(sums) > 1}
-    return manifest.settled(entries, path), uncovered | unsettled
-
-
-def _pairs(grid: Grid, pairs: set[tuple[int, int]]) -> str:
-    """``family=bell, n_states=40; ...``: pairs of the first two dims, by their coordinates."""
-    axes = grid.axes()
-    return "; ".join(
-        ", ".join(f"{dim}={axes[dim][k]}" for dim, k in zip(grid.DIMS, pair, strict=False))
-        for pair in sorted(pairs)
-    )
-
-
-def _reasons(damaged: list[Chunk], shown: int = 3) -> str:
-    """``tv/c/1/0/0/0/0/0/0 (its file is missing), ...``: the first damaged chunks."""
-    listed = ", ".join(f"{c.file} ({c.error})" for c in damaged[:shown])
-    return listed + (f" and {len(damaged) - shown} more" if len(damaged) > shown else "")
 
 
 class ResultStore:
@@ -313,7 +214,7 @@ class ResultStore:
         rewritten at the next flush), and coordinates that cannot be trusted are rewritten
         from the grid. ``ConfigError`` (one line) if the disk is full."""
         path = Path(path)
-        _remove_stale_creations(path)
+        repair.remove_stale_creations(path)
         with _disk_space(path):
             if not cls.check(path, schema, grid, overwrite=overwrite):
                 return cls._create(path, schema, grid, attrs)
@@ -332,8 +233,8 @@ class ResultStore:
         if damaged:
             raise ConfigError(
                 "store",
-                f"{path} is damaged ({_reasons(damaged)}); run the command that made it to "
-                "repair it, then this one to grow it",
+                f"{path} is damaged ({repair.damage_reasons(damaged)}); run the command that "
+                "made it to repair it, then this one to grow it",
             )
         old = xr.open_zarr(path, consolidated=False).load()
         kept = {k: v for k, v in old.attrs.items() if k not in ("grid", "format", "kind")}
@@ -355,7 +256,7 @@ class ResultStore:
         dataset, encoding = template(schema, grid, {})
         broken = {name: why for name, why in arrays(path).items() if why and name in dataset}
         if broken:
-            _rebuild_metadata(path, dataset, encoding, list(broken))
+            repair.rebuild_metadata(path, dataset, encoding, list(broken))
             log.warning(
                 "%s: the metadata of %s could not be read (%s); rebuilt from the grid",
                 path,
@@ -365,8 +266,8 @@ class ResultStore:
         damaged = [c for c in damage(path) if c.position is not None]
         group = zarr.open_group(store=DurableStore(path), mode="r+", use_consolidated=False)
         skip = {c.position[:2] for c in damaged if c.array in schema.variables}
-        arrays_read, unread = _read(group, dataset, schema, skip)
-        entries, behind = _manifests(path, damaged)
+        arrays_read, unread = repair.read_chunks(group, dataset, schema, skip)
+        entries, behind = repair.settled_manifests(path, damaged)
         store = cls(path, schema, grid, group, arrays_read, entries)
         store._behind = behind
         store._dirty = unread  # rewritten, not done, at the first flush
@@ -374,8 +275,9 @@ class ResultStore:
             log.warning(
                 "%s: chunks of %s cannot be read; their cells are computed again: %s",
                 path,
-                _pairs(grid, unread),
-                _reasons([c for c in damaged if c.array in schema.variables]) or "unreadable",
+                repair.pair_names(grid, unread),
+                repair.damage_reasons([c for c in damaged if c.array in schema.variables])
+                or "unreadable",
             )
         coordinates = {c.array for c in damaged if c.array in dataset} - set(schema.variables)
         for name in sorted(coordinates):

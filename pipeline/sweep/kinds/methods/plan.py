@@ -6,7 +6,7 @@ pair search split into tasks of about 2000 rows, or the Doeblin bound above
 (``SEEDED = False``, e.g. the LM) builds one model for all seeds. Per model,
 mode and seed: one exact reference run (none above ``exact_max_states``) and one
 timing task, the exact run timed in rounds with every approximation its cells need
-(``tasks.timed_runs``); per model, method and setting: one approximation; per cell: the
+(``timed.timed_runs``); per model, method and setting: one approximation; per cell: the
 accuracy pass and the metrics.
 
 ``model_plan`` writes this as ``dask.delayed`` tasks. ``run_model`` computes a
@@ -33,7 +33,7 @@ from distributed import Client, Future
 
 from pipeline.models import gamma_exact_max_states, seeded
 from pipeline.sweep.failures import TRANSIENT, CellError
-from pipeline.sweep.kinds.methods import memory, tasks
+from pipeline.sweep.kinds.methods import memory, tasks, timed
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.sweep.timing import Timing
 
@@ -111,8 +111,8 @@ def model_plan(
         )
         for mode, seed in references
     }
-    timed = {
-        (mode, seed): delayed(tasks.timed_runs)(
+    timings = {
+        (mode, seed): delayed(timed.timed_runs)(
             model,
             references[mode, seed],
             *(approximations[key] for key in which[mode, seed]),
@@ -129,7 +129,7 @@ def model_plan(
             approximations[cell.method, cell.setting],
             references[cell.mode, cell.seed],
             mixed,
-            timed[cell.mode, cell.seed],
+            timings[cell.mode, cell.seed],
             which=(cell.method, cell.setting),
             mode=cell.mode,
             timing=settings.timing,

@@ -4,21 +4,20 @@ Pure functions of their arguments (no printing, no I/O but a reference's history
 large for memory, written to the worker's disk: ``spilled``), so the plan can
 recompute any of them on another worker. The forward modes (``predict``, ``filter``) are
 measured here, the modes that read the whole sequence (``smooth``, ``decode``) in
-``sequence``, under the same references and timing. Arguments that describe work are
-named, frozen specs passed by keyword. A cell returns its results as a mapping of the
-result variables' names (``pipeline.results.methods.VARIABLES``) to their values: an array
-over t, or a number.
+``sequence``, under the same references; every run is timed in ``timed``. Arguments that
+describe work are named, frozen specs passed by keyword. A cell returns its results as a
+mapping of the result variables' names (``pipeline.results.methods.VARIABLES``) to their
+values: an array over t, or a number.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -40,6 +39,9 @@ from pipeline.sampling import sample
 from pipeline.sweep.failures import TRANSIENT
 from pipeline.sweep.kinds.methods import resident, sequence, spilled
 from pipeline.sweep.timing import Timing
+
+if TYPE_CHECKING:  # the timing task's module imports this one
+    from pipeline.sweep.kinds.methods.timed import Timed
 
 SAMPLING_STREAM = 0x5EED
 """Mixed into the seed of the observation sampler, apart from the model's own draws."""
@@ -211,66 +213,6 @@ def build_approximation(model: Model, *, method: str, setting: float) -> Built |
     return Built(approximation, seconds, sparsity(T), stored_entries(T))
 
 
-def _elapsed(hmm: HMM, observed: np.ndarray, prune: float) -> np.ndarray:
-    """The cumulative seconds of every step of one run that keeps only what it must: the
-    whole history where it fits ``HISTORY_BYTES``, else chunks (between which the clock
-    stops)."""
-    chunk = history_steps(observed.size, hmm.n_states)
-    if chunk >= observed.size:
-        return filtering(hmm, observed, prune=prune).elapsed
-    parts, offset = [], 0.0
-    for part in filtering_chunks(hmm, observed, chunk=chunk, prune=prune):
-        parts.append(part.elapsed + offset)
-        offset = parts[-1][-1]
-    return np.concatenate(parts)
-
-
-def _runner(mode: str, observed: np.ndarray):
-    """``run(hmm, prune)``: one run of ``mode`` on ``observed``, its cumulative seconds per
-    step (the sequence modes: the whole run's, at the last step)."""
-    if mode in sequence.MODES:
-        return lambda hmm, prune: sequence.elapsed(
-            mode, hmm, observed, history_steps(observed.size, hmm.n_states)
-        )
-    return lambda hmm, prune: _elapsed(hmm, observed, prune)
-
-
-class Timed(NamedTuple):
-    """The timed runs of one model, mode and seed (``timed_runs``): per round one exact
-    run and one run of each approximation, each run's cumulative seconds at every step
-    (the sequence modes: the whole run's, at the last step)."""
-
-    exact: np.ndarray | None  # (rounds, steps); None without an exact run
-    approx: dict[tuple[str, float], np.ndarray]  # (method, setting) -> (rounds, steps)
-
-
-def timed_runs(
-    model: Model,
-    exact: Reference,
-    *built: Built | Unbuilt,
-    which: tuple[tuple[str, float], ...],
-    mode: str,
-    timing: Timing,
-) -> Timed:
-    """The exact run of ``mode`` and the approximations ``built`` (their ``(method,
-    setting)`` in ``which``, in order) timed in rounds (``Timing.rounds``), so that every
-    cell of this model, mode and seed is measured against the same exact runs, each made
-    moments apart from its own. Not timed: an approximation that was not built, or has no
-    run in ``mode`` (``sequence.runs``); the exact run where none is (``exact.run`` false)
-    or nothing else is timed."""
-    run = _runner(mode, exact.observations)
-    runs = {
-        key: functools.partial(run, done.approximation.hmm, done.approximation.prune)
-        for key, done in zip(which, built, strict=True)
-        if isinstance(done, Built)
-        and (mode not in sequence.MODES or sequence.runs(done.approximation, mode))
-    }
-    if runs and exact.run:
-        runs = {"exact": functools.partial(run, model.hmm, 1.0), **runs}
-    found = {key: np.array(times) for key, times in timing.rounds(runs).items() if times}
-    return Timed(found.pop("exact", None), found)
-
-
 class Accuracy(NamedTuple):
     """What the approximate run measures against the exact one, step by step."""
 
@@ -412,7 +354,7 @@ def run_cell(
     method and setting) against the exact reference.
 
     The speedup is a ratio of runs made moments apart: the median over the rounds of
-    ``timed`` (``timed_runs``) of each round's exact over approximate runtime of the whole
+    ``timed`` (``timed.timed_runs``) of each round's exact over approximate runtime of the whole
     horizon. Runtimes are cumulative per step (median, min and max over rounds; the
     sequence modes time whole runs, stored at the last step); the exact ones are those of
     every cell of this model, mode and seed. Without an exact run (``exact.run`` false)

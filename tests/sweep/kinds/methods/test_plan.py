@@ -16,7 +16,7 @@ from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_var
 from pipeline.operators import toarray
 from pipeline.results.base import status_variables
 from pipeline.results.methods import MODES, VARIABLES
-from pipeline.sweep.kinds.methods import plan, plan_settings, spilled, tasks
+from pipeline.sweep.kinds.methods import plan, plan_settings, spilled, tasks, timed
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.sweep.timing import Timing
 
@@ -48,9 +48,9 @@ def measured(model, built, exact, mixed, *, mode, timing=TIMING, **given):
     """One cell as its plan computes it: its approximation timed in rounds with the exact
     run (alone here), then measured."""
     which = ("method", 0.0)
-    timed = tasks.timed_runs(model, exact, built, which=(which,), mode=mode, timing=timing)
+    runs = timed.timed_runs(model, exact, built, which=(which,), mode=mode, timing=timing)
     return tasks.run_cell(
-        model, built, exact, mixed, timed, which=which, mode=mode, timing=timing, **given
+        model, built, exact, mixed, runs, which=which, mode=mode, timing=timing, **given
     )
 
 
