@@ -298,8 +298,9 @@ def cells(ds: xr.Dataset) -> list[dict]:
 def summary(ds: xr.Dataset) -> str:
     """Per model, method and setting: the speedup per mode, TV and its bound at the last step.
 
-    Speedup is exact over approximate runtime; TV and the recursive bound are
-    for prediction; each is the median over seeds of done cells.
+    Speedup is exact over approximate runtime (``-`` where none was measured: a method
+    without a run in the mode, an untimed or unfinished cell); TV and the recursive bound
+    are for prediction; each is the median over seeds of done cells.
     """
     last = ds.isel(t=-1).load()
     modes = [str(m) for m in ds["mode"].values]
@@ -332,7 +333,7 @@ def summary(ds: xr.Dataset) -> str:
                 str(where["n_states"]),
                 where["method"],
                 f"{where['setting']:g}",
-                *(f"{s:.2f}x" for s in speedups),
+                *(f"{s:.2f}x" if np.isfinite(s) else "-" for s in speedups),
                 f"{tv:.4f}",
                 f"{finite_median(cell['bound']):.4f}",
                 f"{finite_median(cell['sparsity']):.4f}",

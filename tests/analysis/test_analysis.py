@@ -210,6 +210,10 @@ def test_tables_name_every_model(smoke):
     assert mixing_table(ds).count("| bell, n=") == 2
     lines = summary(ds).splitlines()  # a header, a row per cell, what the speedups are worth
     assert len(lines) == 1 + 3 * 2 * 6 + 1 and lines[-1].startswith("speedups are ratios")
+    # belief pruning has no smoothing or Viterbi run: no speedup, shown as such, not "nanx"
+    pruning = [line.split() for line in lines if " topp_states " in line]
+    assert pruning and all(row[6:8] == ["-", "-"] for row in pruning), pruning
+    assert "nan" not in "\n".join(lines[1:-1])
 
 
 def test_payoff_recovers_a_known_law():
