@@ -371,6 +371,13 @@ def noise_lines(last: xr.Dataset) -> list[str]:
     median, most, noisy, timed = noise(last)
     if not timed:
         return []
+    done = last["done"] & np.isfinite(last["speedup"])
+    if int(last["repeats"].where(done).max()) <= 1:
+        return [
+            "speedups are ratios of runs made moments apart: compare them within this run "
+            "only. Each was timed once (timing.repeats=1), so nothing here says how noisy "
+            "they are."
+        ]
     return [
         f"speedups are ratios of runs made moments apart: compare them within this run only. "
         f"A cell's typical repeat took {median:.2f}x its fastest (median over cells; at most "

@@ -21,7 +21,7 @@ from pipeline.analysis.sequence import decoding_table, smoothing_table
 from pipeline.analysis.tables import filtering_table, front_table, mixing_table, payoff_table
 from pipeline.analyze import main
 from pipeline.methods import BUILTIN
-from pipeline.results.methods import SCHEMA, summary
+from pipeline.results.methods import SCHEMA, noise_lines, summary
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import template
 
@@ -210,6 +210,7 @@ def test_tables_name_every_model(smoke):
     assert mixing_table(ds).count("| bell, n=") == 2
     lines = summary(ds).splitlines()  # a header, a row per cell, what the speedups are worth
     assert len(lines) == 1 + 3 * 2 * 6 + 1 and lines[-1].startswith("speedups are ratios")
+    assert "Each was timed once" in lines[-1]  # smoke times one round: no noise to measure
     # belief pruning has no smoothing or Viterbi run: no speedup, shown as such, not "nanx"
     pruning = [line.split() for line in lines if " topp_states " in line]
     assert pruning and all(row[6:8] == ["-", "-"] for row in pruning), pruning
@@ -434,3 +435,21 @@ def test_the_report_says_how_the_runs_of_a_store_differed():
         "- 3 runs made this store; the later ones differed from the first in: workers: 2 -> 4; "
         "timing.repeats: 3 -> 5; commit: a -> b"
     ]
+
+
+def test_the_noise_line_reads_how_far_apart_the_rounds_were():
+    """Cells timed over several rounds: the line gives the median and the largest spread of
+    a typical round over the fastest, and counts the noisy cells; timed once: it says so."""
+    ds = paper_dataset().isel(t=[-1])
+    ds["speedup"][:] = 2.0
+    ds["repeats"][:] = 3
+    for run in ("exact", "approx"):
+        ds[f"runtime_{run}"][:] = 1.0
+        ds[f"runtime_{run}_min"][:] = 1.0
+    ds["runtime_exact_min"].loc[{"family": "bell"}] = 0.25  # bell's rounds 4x apart
+    (line,) = noise_lines(ds.isel(t=-1))
+    bell = int(ds["done"].sel(family="bell").sum())
+    assert f"at most 4.0x); {bell} of {int(ds['done'].sum())} timed cells" in line, line
+    ds["repeats"][:] = 1
+    (line,) = noise_lines(ds.isel(t=-1))
+    assert "Each was timed once" in line
