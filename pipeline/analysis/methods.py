@@ -204,8 +204,9 @@ def _memory_lines(ds: xr.Dataset) -> list[str]:
         "",
         "Before submitting anything the sweep estimates each cell's peak memory (model and "
         "approximation measured at 1024 and 2048 states and extrapolated, the beliefs a run "
-        "keeps and a worker's own 0.4 GiB) and refuses a grid whose largest cell cannot fit "
-        "a worker. Beside it, the "
+        "keeps and a worker's own 0.4 GiB) and refuses a grid whose largest cell, or a "
+        "model's timing task (its exact model and every approximation side by side), cannot "
+        "fit a worker. Beside it, the "
         "largest peak resident memory a worker process measured while running the cell "
         "(Linux's VmHWM, reset as the cell starts). That peak is the whole worker's: a worker "
         "holding several models (one worker with the machine, `cluster=machine`) counts them "
@@ -252,9 +253,10 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
         f"- cells done: {done} of {cells}" + (f"; {failed} failed" if failed else ""),
         "",
         *_partial_lines(ds, done, cells),
-        "Speedup is the exact runtime over the approximate runtime of the whole horizon,",
-        "measured side by side in one task (median of per-repeat ratios). TV is measured at",
-        "the last step against exact inference; the bounds of Section 4 hold for prediction.",
+        "Speedup is the exact runtime over the approximate runtime of the whole horizon: the",
+        "exact run of each model, mode and seed is timed in rounds with every approximation of",
+        "its cells, and a cell's speedup is the median of its per-round ratios. TV is measured",
+        "at the last step against exact inference; the bounds of Section 4 hold for prediction.",
         *noise_lines(ds.isel(t=-1).load()),
         "",
         "## Beside the paper",

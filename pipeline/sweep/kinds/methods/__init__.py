@@ -9,6 +9,7 @@ the workers run.
 
 from __future__ import annotations
 
+import itertools
 import typing
 from pathlib import Path
 
@@ -126,35 +127,56 @@ def verify(grid: MethodsGrid) -> None:
 
 def check_memory(grid: MethodsGrid, limit: int) -> None:
     """Raise ``ConfigError`` naming the largest cell whose estimated memory
-    (``memory.estimate``) passes ``limit``, a worker's, and what to do."""
-    variants = [(m, s, mode) for m in grid.methods for s in grid.settings[m] for mode in grid.modes]
+    (``memory.estimate``) passes ``limit``, a worker's, and what to do; or the timing task
+    of a model that does (``memory.timing_estimate``: its exact model and every
+    approximation side by side)."""
+    variants = [(m, s) for m in grid.methods for s in grid.settings[m]]
     worst = None
     for family in grid.families:
         for n in grid.sizes[family]:
-            for method, setting, mode in variants:
+            for (method, setting), mode in itertools.product(variants, grid.modes):
                 found = memory.estimate(
                     family, n, grid.params[family], method, setting, grid.horizon + 1, mode=mode
                 )
                 if found and (worst is None or found.total > worst[0].total):
                     worst = (found, family, n, method, setting)
-    if worst is None or worst[0].total <= limit:
-        return
-    found, family, n, method, setting = worst
+    if worst is not None and worst[0].total > limit:
+        found, family, n, method, setting = worst
+        raise ConfigError(
+            "grid.n_states",
+            f"the cell family={family}, n_states={n}, method={method}, setting={setting:g} "
+            f"needs about {_gib(found.total)} GiB (model {_gib(found.model)}, approximation "
+            f"{_gib(found.approximation)}, beliefs {_gib(found.beliefs)}, the worker itself "
+            f"{_gib(memory.WORKER_BYTES)}), more than a worker's {limit / 2**30:.2f} GiB; "
+            f"allowed: cells that fit a worker: {_bigger(limit, found.total)}use a cluster "
+            "entry with more memory per worker, or fewer states",
+        )
+    for family in grid.families:
+        for n in grid.sizes[family]:
+            timing = max(
+                memory.timing_estimate(
+                    family, n, grid.params[family], variants, grid.horizon + 1, mode=mode
+                )
+                or 0
+                for mode in grid.modes
+            )
+            if timing > limit:
+                raise ConfigError(
+                    "grid.methods",
+                    f"the timing task of family={family}, n_states={n} (its exact model and "
+                    f"its {len(variants)} approximations side by side) needs about "
+                    f"{_gib(timing)} GiB, more than a worker's {limit / 2**30:.2f} GiB; "
+                    f"allowed: {_bigger(limit, timing)}a cluster entry with more memory per "
+                    "worker, or fewer methods and settings in one sweep",
+                )
+
+
+def _bigger(limit: int, needed: float) -> str:
+    """The advice to use this machine's whole memory, where that is enough."""
     machine = parse_memory_limit("auto", 1, 1, logger=None)
-    here = (
-        f"give one worker this machine's {machine / 2**30:.1f} GiB (cluster=machine), "
-        if limit < found.total <= machine
-        else ""
-    )
-    raise ConfigError(
-        "grid.n_states",
-        f"the cell family={family}, n_states={n}, method={method}, setting={setting:g} needs "
-        f"about {_gib(found.total)} GiB (model {_gib(found.model)}, approximation "
-        f"{_gib(found.approximation)}, beliefs {_gib(found.beliefs)}, the worker itself "
-        f"{_gib(memory.WORKER_BYTES)}), more than a worker's {limit / 2**30:.2f} GiB; "
-        f"allowed: cells that fit a worker: {here}use a cluster entry with more memory per "
-        "worker, or fewer states",
-    )
+    if limit < needed <= machine:
+        return f"give one worker this machine's {machine / 2**30:.1f} GiB (cluster=machine), "
+    return ""
 
 
 def _gib(size: float) -> str:
@@ -180,10 +202,10 @@ def submit(
     """Every model's plan (``plan.submit``): a future's result is one cell's, or a fused
     model's list of them. Where the workers declare their memory (``cluster.MEMORY``: the
     clusters the sweep starts), each task of a model reserves the estimate of its largest
-    cell, so cells that would not fit side by side never run on one worker (conservative
-    where two tasks share a model: a worker holds every approximation of a model its tasks
-    wait for, and two models' tasks side by side ran a 24 GiB worker out of memory at 10^7
-    states when only their approximations and beliefs were reserved)."""
+    cell or timing task, so cells that would not fit side by side never run on one worker
+    (conservative where two tasks share a model: a worker holds every approximation of a
+    model its tasks wait for, and two models' tasks side by side ran a 24 GiB worker out of
+    memory at 10^7 states when only their approximations and beliefs were reserved)."""
     budget = memory_resource(client)
 
     def reserve(spec, model_cells: list[Cell]) -> dict | None:
@@ -194,7 +216,12 @@ def submit(
             )
             for c in model_cells
         ]
-        largest = max((f.total for f in found if f), default=0)
+        variants = list(dict.fromkeys((c.method, c.setting) for c in model_cells))
+        timing = [
+            memory.timing_estimate(spec.family, spec.n_states, params, variants, steps, mode=m)
+            for m in dict.fromkeys(c.mode for c in model_cells)
+        ]
+        largest = max([f.total for f in found if f] + [t for t in timing if t], default=0)
         return {MEMORY: min(largest, budget)} if budget and largest else None
 
     return plan.submit(

@@ -8,7 +8,9 @@ back-pointers) and the observations' likelihoods. Model and approximation are me
 two small sizes (``SMALL``) and extrapolated by the power law through them (``n`` for peaks on a
 background, ``n^2`` for dense rows): any family and method, plug-ins included, without a
 formula of their own; a family whose parameters fix its model (a file) estimates it itself
-(``pipeline.models.model_bytes``, from the file's headers). Other families' sizes up to
+(``pipeline.models.model_bytes``, from the file's headers). The timing task of a model, mode
+and seed holds the exact model and every approximation it times (``timing_estimate``).
+Other families' sizes up to
 ``ESTIMATED_FROM`` are not estimated: their cells are too small to matter.
 """
 
@@ -162,6 +164,27 @@ def estimate(
     beliefs = runs * run_bytes(mode, steps, n_states) + likelihood_bytes(mode, steps, n_states)
     total = WORKER_BYTES + model + approximation + beliefs
     return Estimate(int(total), int(model), int(approximation), beliefs)
+
+
+def timing_estimate(
+    family: str,
+    n_states: int,
+    params: dict,
+    variants: list[tuple[str, float]],
+    steps: int,
+    *,
+    mode: str,
+) -> int | None:
+    """The peak memory of a model's timing task in ``mode`` (``timed.timed_runs``), or None
+    as ``estimate``: the exact model and the approximation of each of ``variants`` (method,
+    setting) side by side, and one run's beliefs and likelihoods (its runs follow one
+    another)."""
+    found = [_model_and_approximation(family, n_states, params, m, s) for m, s in variants]
+    if not found or any(f is None for f in found):
+        return None
+    held = found[0][0] + sum(approximation for _, approximation in found)
+    runs = run_bytes(mode, steps, n_states) + likelihood_bytes(mode, steps, n_states)
+    return int(WORKER_BYTES + held + runs)
 
 
 def total(spec, cell, steps: int) -> float:

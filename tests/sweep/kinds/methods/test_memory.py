@@ -13,7 +13,8 @@ from pipeline.methods import approximate
 from pipeline.models import build_model
 from pipeline.sweep import kinds
 from pipeline.sweep.cluster import MEMORY, connect, memory_resource, worker_memory
-from pipeline.sweep.kinds.methods import memory, sequence, spilled, tasks
+from pipeline.sweep.config import ConfigError
+from pipeline.sweep.kinds.methods import check_memory, memory, sequence, spilled, tasks
 
 from sweeping import composed
 
@@ -139,3 +140,39 @@ def test_a_started_clusters_workers_keep_results_past_the_spill_threshold():
         own = client.run(lambda dask_worker: dask_worker.local_directory)
     assert list(on_disk.values()) == [[]]
     assert list(own.values()) == [directory] and directory != tempfile.gettempdir()
+
+
+def test_a_timing_task_holds_the_model_and_every_approximation_it_times():
+    """The timing task's estimate counts the exact model and each approximation as they
+    really are (8192 states, extrapolated from 1024 and 2048), plus one run; a grid whose
+    every cell fits a worker but whose timing task does not (short runs: the approximations
+    weigh most) is refused, naming it."""
+    n, steps, variants = 8192, 6, [("topp", 0.5), ("topp", 0.9), ("topk", 5)]
+    params = {"structured": True}
+    hmm = build_model("bell", n, **params)
+    held = memory._model_bytes(hmm) + sum(
+        memory._model_bytes(approximate(hmm, m, s).hmm) for m, s in variants
+    )
+    timing = memory.timing_estimate("bell", n, params, variants, steps, mode="filter")
+    one_run = memory.run_bytes("filter", steps, n) + memory.likelihood_bytes("filter", steps, n)
+    assert timing - memory.WORKER_BYTES - one_run == pytest.approx(held, rel=0.1)
+    cfg = composed(
+        "grid.families=[bell]",
+        f"grid.n_states=[{n}]",
+        "model.bell.structured=true",
+        "grid.methods={topp:[0.5,0.9],topk:[5]}",
+        "grid.modes=[filter]",
+        f"grid.horizon={steps - 1}",
+    )
+    grid = kinds.validate(cfg).grid(cfg)
+    cells = max(
+        memory.estimate("bell", n, params, m, s, steps, mode="filter").total for m, s in variants
+    )
+    assert cells < timing
+    with pytest.raises(
+        ConfigError,
+        match=rf"^grid.methods: the timing task of family=bell, n_states={n} \(its exact "
+        "model and its 3 approximations side by side",
+    ):
+        check_memory(grid, (cells + timing) // 2)
+    check_memory(grid, timing)  # fits
