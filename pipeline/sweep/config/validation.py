@@ -1,5 +1,6 @@
-"""What every sweep's config shares: ``ConfigError``, the checks its keys go through, and
-the checks of the keys every kind has (timing, retries, the store's path)."""
+"""What every sweep's config shares: ``ConfigError``, the checks its keys go through (the
+numbers' ranges declared on the schema's fields, ``ranged``, and checked by one validator,
+``check_ranges``), and the check of the store's path."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import ListConfig
-
-MISSING_DEFAULT = dataclasses.MISSING
 
 
 class ConfigError(ValueError):
@@ -85,7 +84,7 @@ def _shown(bound) -> str | None:
     return bound if bound is None or isinstance(bound, str) else f"{bound:g}"
 
 
-def ranged(default=MISSING_DEFAULT, **rule):
+def ranged(default, **rule):
     """A schema field (``dataclasses.field``) whose values ``Range(**rule)`` bounds;
     ``default`` a value, or a callable making it (a list's)."""
     metadata = {"range": Range(**rule)}
