@@ -74,12 +74,12 @@ def _temporary_certificates(directory: Path | None) -> Iterator[dict[str, Path]]
 
 
 @contextlib.contextmanager
-def tls(cfg) -> Iterator[dict]:
-    """Dask's TLS settings for the cluster entry ``cfg`` ({} when TLS is off): a temporary
+def tls(entry) -> Iterator[dict]:
+    """Dask's TLS settings for the cluster ``entry`` ({} when TLS is off): a temporary
     certificate authority's (``temporary_tls``: asked for, or a scheduler that listens beyond
-    loopback) or the files of ``cfg.security``."""
-    security = cfg.security
-    if temporary_tls(cfg):
+    loopback) or the files of ``entry.security``."""
+    security = entry.security
+    if temporary_tls(entry):
         with _temporary_certificates(certificate_directory(security)) as paths:
             log.info(
                 "TLS: a temporary certificate authority in %s (workers must see it at this "
@@ -94,14 +94,14 @@ def tls(cfg) -> Iterator[dict]:
 
 
 @contextlib.contextmanager
-def connect(cfg, *, allowed_failures: int = 3, log_file: Path | None = None) -> Iterator[Client]:
-    """A client of the cluster ``cfg`` describes, with at least one worker: its back-end's
-    (``pipeline.sweep.backends``), with TLS where ``cfg`` turns it on.
+def connect(entry, *, allowed_failures: int = 3, log_file: Path | None = None) -> Iterator[Client]:
+    """A client of the cluster ``entry`` describes, with at least one worker: its back-end's
+    (``pipeline.sweep.backends``), with TLS where ``entry`` turns it on.
 
     A started cluster is closed on exit (its batch jobs cancelled). An
-    ``address`` no scheduler answers within ``cfg.timeout`` seconds (nothing accepts the
+    ``address`` no scheduler answers within ``entry.timeout`` seconds (nothing accepts the
     connection, or what does is no Dask scheduler), or a cluster that cannot start, raises
-    ``ConfigError``; no worker within ``cfg.wait_for_workers`` seconds raises ``NoWorkers``.
+    ``ConfigError``; no worker within ``entry.wait_for_workers`` seconds raises ``NoWorkers``.
     A task that ``allowed_failures`` + 1 workers died running (out of memory, most often)
     fails with ``KilledWorker`` rather than being run again and again (a scheduler this
     does not start keeps its own setting). The workers it starts never spill results to
@@ -112,16 +112,16 @@ def connect(cfg, *, allowed_failures: int = 3, log_file: Path | None = None) -> 
         "distributed.scheduler.allowed-failures": allowed_failures,
         **IN_MEMORY,
     }
-    with tls(cfg) as tls_config, dask.config.set({**settings, **tls_config}):
+    with tls(entry) as tls_config, dask.config.set({**settings, **tls_config}):
         security = Security() if tls_config else None
-        with BACKENDS[cfg.kind].client(cfg, security, log_file) as client:
+        with BACKENDS[entry.kind].client(entry, security, log_file) as client:
             yield client
 
 
-def worker_memory(cfg) -> int | None:
-    """The memory limit of each worker the cluster ``cfg`` will start, in bytes, as
+def worker_memory(entry) -> int | None:
+    """The memory limit of each worker the cluster ``entry`` will start, in bytes, as
     distributed sets it; None where only the running cluster can tell (``address``, ``ssh``)."""
-    return BACKENDS[cfg.kind].worker_memory(cfg)
+    return BACKENDS[entry.kind].worker_memory(entry)
 
 
 def memory_resource(client: Client) -> int | None:
@@ -140,15 +140,15 @@ def running_worker_memory(client: Client) -> int | None:
     return min(limits) if limits else None
 
 
-def dashboard_link(client: Client, cfg) -> str:
+def dashboard_link(client: Client, entry) -> str:
     """The dashboard's address as it is served: the host it is bound to where that is one
     address, else the scheduler's; 'none' when the scheduler serves no dashboard."""
     port = client.scheduler_info()["services"].get("dashboard")
     if port is None:
         return "none (the scheduler serves no dashboard)"
     host = client.scheduler.address.split("://")[-1].rsplit(":", 1)[0]
-    if BACKENDS[cfg.kind].starts_scheduler:
-        bound = dashboard(cfg).rsplit(":", 1)[0]
+    if BACKENDS[entry.kind].starts_scheduler:
+        bound = dashboard(entry).rsplit(":", 1)[0]
         host = bound if bound not in ("", "0.0.0.0") else host
     return format_dashboard_link(host, port)
 

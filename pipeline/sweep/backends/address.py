@@ -64,42 +64,42 @@ class Address(Backend):
     positive = ("timeout",)
     starts_scheduler = False
 
-    def validate(self, cfg, tls: bool) -> None:
-        scheme, found, _ = cfg.address.partition("://")
+    def validate(self, entry, tls: bool) -> None:
+        scheme, found, _ = entry.address.partition("://")
         if not found:
             raise ConfigError(
                 "cluster.address",
-                f"{cfg.address!r} is not a scheduler address; allowed: "
+                f"{entry.address!r} is not a scheduler address; allowed: "
                 "protocol://host:port, e.g. tcp://127.0.0.1:8786",
             )
         if (scheme == "tls") != tls:
             raise ConfigError(
                 "cluster.address",
-                f"{cfg.address} needs cluster.security.ca_file and cert"
+                f"{entry.address} needs cluster.security.ca_file and cert"
                 if tls is False
-                else f"{cfg.address} is unencrypted; with cluster.security use tls://",
+                else f"{entry.address} is unencrypted; with cluster.security use tls://",
             )
 
     @contextlib.contextmanager
-    def client(self, cfg, security: Security | None, log_file=None) -> Iterator[Client]:
-        """A client of the scheduler at ``cfg.address``, with at least one worker; its answer
-        within ``cfg.timeout`` seconds, or ``ConfigError`` (one line) saying what was found."""
+    def client(self, entry, security: Security | None, log_file=None) -> Iterator[Client]:
+        """A client of the scheduler at ``entry.address``, with at least one worker; its answer
+        within ``entry.timeout`` seconds, or ``ConfigError`` (one line) saying what was found."""
         try:
-            if not _answers(cfg.address, cfg.timeout, security):
+            if not _answers(entry.address, entry.timeout, security):
                 raise ConfigError(
                     "cluster.address",
-                    f"{cfg.address} accepted a connection but did not answer as a Dask "
-                    f"scheduler within {cfg.timeout:g} s; allowed: a Dask scheduler's "
+                    f"{entry.address} accepted a connection but did not answer as a Dask "
+                    f"scheduler within {entry.timeout:g} s; allowed: a Dask scheduler's "
                     "address (`dask scheduler` prints it)",
                 )
-            client = Client(cfg.address, timeout=cfg.timeout, security=security)
+            client = Client(entry.address, timeout=entry.timeout, security=security)
         except (OSError, TimeoutError) as error:
             raise ConfigError(
                 "cluster.address",
-                f"no Dask scheduler answered at {cfg.address} within {cfg.timeout:g} s "
+                f"no Dask scheduler answered at {entry.address} within {entry.timeout:g} s "
                 f"({type(error).__name__}); start one with `dask scheduler` or fix the "
                 "address" + (" or cluster.security" if security else ""),
             ) from None
         with client:
-            first_worker(client, cfg)
+            first_worker(client, entry)
             yield client

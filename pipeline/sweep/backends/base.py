@@ -86,19 +86,20 @@ def optional_module(module: str, extra: str, kind: str):
         ) from None
 
 
-def dashboard(cfg) -> str:
+def dashboard(entry) -> str:
     """``dashboard_address`` with ``host`` filled in for a bare ``:port``."""
-    address = cfg.dashboard_address
-    return f"{cfg.host}{address}" if address.startswith(":") and cfg.host else address
+    address = entry.dashboard_address
+    return f"{entry.host}{address}" if address.startswith(":") and entry.host else address
 
 
-def first_worker(client: Client, cfg) -> None:
+def first_worker(client: Client, entry) -> None:
     """Wait for a worker, or raise ``NoWorkers`` after ``wait_for_workers`` seconds."""
     try:
-        client.wait_for_workers(1, timeout=cfg.wait_for_workers)
+        client.wait_for_workers(1, timeout=entry.wait_for_workers)
     except TimeoutError:
         raise NoWorkers(
-            f"no Dask worker connected within {cfg.wait_for_workers:g} s (cluster.wait_for_workers)"
+            f"no Dask worker connected within {entry.wait_for_workers:g} s "
+            "(cluster.wait_for_workers)"
         ) from None
 
 
@@ -142,28 +143,28 @@ class Backend:
     starts_scheduler = True
     shares_terminal = False
 
-    def validate(self, cfg, tls: bool) -> None:
+    def validate(self, entry, tls: bool) -> None:
         """Raise ``ConfigError`` naming the first invalid key of this kind's own (``tls``:
         whether the entry's security turns TLS on)."""
 
-    def worker_memory(self, cfg) -> int | None:
+    def worker_memory(self, entry) -> int | None:
         """The memory limit of each worker the cluster will have, in bytes; None where only
         the running cluster can tell."""
         return None
 
-    def start(self, cfg, security: Security | None) -> tuple[object, Callable[[], object]]:
-        """A new cluster for ``cfg`` and how to scale it back to its size."""
+    def start(self, entry, security: Security | None) -> tuple[object, Callable[[], object]]:
+        """A new cluster for ``entry`` and how to scale it back to its size."""
         raise NotImplementedError
 
     @contextlib.contextmanager
-    def client(self, cfg, security: Security | None, log_file=None) -> Iterator[Client]:
-        """A client of a cluster started for ``cfg`` with at least one worker, closed on exit
+    def client(self, entry, security: Security | None, log_file=None) -> Iterator[Client]:
+        """A client of a cluster started for ``entry`` with at least one worker, closed on exit
         (its batch jobs cancelled); kept at its size meanwhile, lost workers replaced."""
         try:
-            cluster, resize = self.start(cfg, security)
+            cluster, resize = self.start(entry, security)
         except (OSError, RuntimeError, TimeoutError) as error:
             raise ConfigError(
-                "cluster", f"cluster={cfg.kind} did not start: {why(error)}"
+                "cluster", f"cluster={entry.kind} did not start: {why(error)}"
             ) from None
         nannies = logging.getLogger("distributed.nanny")
         with contextlib.ExitStack() as stack:  # left in reverse order
@@ -174,12 +175,12 @@ class Backend:
             stack.callback(nannies.setLevel, logging.ERROR)
             stack.enter_context(_kept(cluster, resize))
             client = stack.enter_context(Client(cluster, security=security))
-            first_worker(client, cfg)
+            first_worker(client, entry)
             if self.shares_terminal:
                 client.register_plugin(WorkerLog(log_file))
             yield client
 
-    def memory_resource(self, cfg) -> dict[str, int] | None:
-        """The ``MEMORY`` resource the workers of ``cfg`` declare (None: no memory limit)."""
-        limit = self.worker_memory(cfg)
+    def memory_resource(self, entry) -> dict[str, int] | None:
+        """The ``MEMORY`` resource the workers of ``entry`` declare (None: no memory limit)."""
+        limit = self.worker_memory(entry)
         return {MEMORY: limit} if limit else None

@@ -91,37 +91,37 @@ class Jobqueue(Backend):
     def __init__(self, kind: str, cluster_class: str, days: bool):
         self.kind, self.cluster_class, self.days = kind, cluster_class, days
 
-    def validate(self, cfg, tls: bool) -> None:
-        match = WALLTIME.fullmatch(cfg.walltime)
+    def validate(self, entry, tls: bool) -> None:
+        match = WALLTIME.fullmatch(entry.walltime)
         if match is None or (match[1] and not self.days):
             allowed = "HH:MM:SS" + (", or D-HH:MM:SS" if self.days else "")
             raise ConfigError(
-                "cluster.walltime", f"{cfg.walltime!r} is not allowed; allowed: {allowed}"
+                "cluster.walltime", f"{entry.walltime!r} is not allowed; allowed: {allowed}"
             )
         try:
-            parse_bytes(cfg.memory)
+            parse_bytes(entry.memory)
         except (ValueError, TypeError):
             raise ConfigError(
-                "cluster.memory", f"{cfg.memory!r} is not allowed; allowed: a size, e.g. 4GiB"
+                "cluster.memory", f"{entry.memory!r} is not allowed; allowed: a size, e.g. 4GiB"
             ) from None
-        if cfg.host and cfg.interface:
+        if entry.host and entry.interface:
             raise ConfigError(
                 "cluster.host", "set host or interface, not both (both say where to listen)"
             )
-        if cfg.processes > cfg.cores:
+        if entry.processes > entry.cores:
             raise ConfigError(
                 "cluster.processes",
-                f"{cfg.processes} worker processes on {cfg.cores} cores; "
+                f"{entry.processes} worker processes on {entry.cores} cores; "
                 "allowed: at most cluster.cores",
             )
 
-    def worker_memory(self, cfg) -> int:
-        return int(parse_bytes(cfg.memory) / cfg.processes)
+    def worker_memory(self, entry) -> int:
+        return int(parse_bytes(entry.memory) / entry.processes)
 
-    def options(self, cfg) -> dict:
+    def options(self, entry) -> dict:
         """dask-jobqueue's keyword arguments for an entry (TLS aside)."""
         options = {
-            name: plain(cfg[name])
+            name: plain(entry[name])
             for name in (
                 "cores",
                 "processes",
@@ -136,12 +136,12 @@ class Jobqueue(Backend):
                 "death_timeout",
             )
         }
-        scheduler = {"dashboard_address": dashboard(cfg)}
+        scheduler = {"dashboard_address": dashboard(entry)}
         # the scheduler's dashboard is the sweep's; a worker's own would only slow its start
         options["worker_extra_args"] = ["--no-dashboard"]
-        if cfg.host:
-            scheduler["host"] = cfg.host
-            options["worker_extra_args"] += ["--host", cfg.host]
+        if entry.host:
+            scheduler["host"] = entry.host
+            options["worker_extra_args"] += ["--host", entry.host]
         options["job_script_prologue"] = [
             *(options["job_script_prologue"] or []),
             *(
@@ -149,11 +149,11 @@ class Jobqueue(Backend):
                 for key, value in IN_MEMORY.items()
             ),
         ]
-        for name, size in (self.memory_resource(cfg) or {}).items():
+        for name, size in (self.memory_resource(entry) or {}).items():
             options["worker_extra_args"] += ["--resources", f"{name}={size}"]
         return {**options, "scheduler_options": scheduler}
 
-    def start(self, cfg, security):
+    def start(self, entry, security):
         jobqueue = optional_module("dask_jobqueue", "jobqueue", self.kind)
         cls = getattr(jobqueue, self.cluster_class)
         submit = cls.job_cls.submit_command
@@ -161,13 +161,13 @@ class Jobqueue(Backend):
             raise ConfigError(
                 "cluster", f"cluster={self.kind} needs {submit} on PATH (a {self.kind} login node)"
             )
-        cluster = cls(**self.options(cfg), security=security)
+        cluster = cls(**self.options(entry), security=security)
         try:
-            cluster.sync(_submit, cluster, cfg.jobs)
+            cluster.sync(_submit, cluster, entry.jobs)
         except BaseException:
             # SpecCluster cannot close a job that was never submitted (it asserts on
             # its state); close what it can, the caller reports the refusal.
             with contextlib.suppress(Exception):
                 cluster.close()
             raise
-        return cluster, lambda: cluster.scale(jobs=cfg.jobs)
+        return cluster, lambda: cluster.scale(jobs=entry.jobs)

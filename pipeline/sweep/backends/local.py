@@ -43,22 +43,22 @@ class Local(Backend):
     positive = ("n_workers", "threads_per_worker")
     shares_terminal = True
 
-    def worker_memory(self, cfg) -> int:
+    def worker_memory(self, entry) -> int:
         cores = os.cpu_count() or 1
-        threads = cfg.threads_per_worker or max(1, cores // (cfg.n_workers or cores))
-        return parse_memory_limit(cfg.memory_limit, threads, cores, logger=log)
+        threads = entry.threads_per_worker or max(1, cores // (entry.n_workers or cores))
+        return parse_memory_limit(entry.memory_limit, threads, cores, logger=log)
 
-    def start(self, cfg, security):
+    def start(self, entry, security):
         cluster = LocalCluster(
-            n_workers=cfg.n_workers,
-            threads_per_worker=cfg.threads_per_worker,
+            n_workers=entry.n_workers,
+            threads_per_worker=entry.threads_per_worker,
             processes=True,
-            memory_limit=cfg.memory_limit,
-            host=cfg.host,
-            dashboard_address=dashboard(cfg),
+            memory_limit=entry.memory_limit,
+            host=entry.host,
+            dashboard_address=dashboard(entry),
             protocol="tls://" if security else None,
             security=security,
-            resources=self.memory_resource(cfg),
+            resources=self.memory_resource(entry),
         )
         size = len(cluster.worker_spec)
         return cluster, lambda: cluster.scale(size)

@@ -47,31 +47,31 @@ class SSH(Backend):
     schema = SSHClusterConfig
     positive = ("workers_per_host", "threads_per_worker")
 
-    def validate(self, cfg, tls: bool) -> None:
-        if len(cfg.hosts) < 2:
+    def validate(self, entry, tls: bool) -> None:
+        if len(entry.hosts) < 2:
             raise ConfigError(
                 "cluster.hosts", "needs the scheduler host and at least one worker host"
             )
 
-    def start(self, cfg, security):
+    def start(self, entry, security):
         optional_module("asyncssh", "ssh", "ssh")
         from distributed import SSHCluster
 
-        listen = {"host": cfg.host} if cfg.host else {}
+        listen = {"host": entry.host} if entry.host else {}
         cluster = SSHCluster(
-            list(cfg.hosts),
-            connect_options=plain(cfg.connect_options),
+            list(entry.hosts),
+            connect_options=plain(entry.connect_options),
             worker_options={
-                "n_workers": cfg.workers_per_host,
-                "nthreads": cfg.threads_per_worker,
+                "n_workers": entry.workers_per_host,
+                "nthreads": entry.threads_per_worker,
                 **listen,
             },
             scheduler_options={
-                "dashboard_address": dashboard(cfg),
+                "dashboard_address": dashboard(entry),
                 **listen,
                 **({"protocol": "tls"} if security else {}),
             },
-            remote_python=cfg.remote_python,
+            remote_python=entry.remote_python,
             security=security,
         )
         size = len(cluster.worker_spec)

@@ -62,9 +62,9 @@ def _validate_methods(grid) -> None:
                 raise ConfigError(where, str(error)) from None
 
 
-def _validate_families(cfg) -> dict[str, list[int]]:
-    """Every family known and usable, its parameters and sizes valid; the sizes."""
-    grid = cfg.grid
+def _validate_families(grid, model) -> dict[str, list[int]]:
+    """Every family of ``grid`` known and usable, its parameters (of ``model``) and sizes
+    valid; the sizes."""
     check_list("grid.families", grid.families, str, ", ".join(FAMILIES.names()))
     for family in grid.families:
         try:
@@ -76,7 +76,7 @@ def _validate_families(cfg) -> dict[str, list[int]]:
                 "grid.families",
                 f"unknown family {family!r}; allowed: {', '.join(FAMILIES.names())}",
             ) from None
-    params = model_parameters(cfg, grid.families)
+    params = model_parameters(model, grid.families)
     sizes = family_sizes(grid, params)
     mapping = isinstance(grid.n_states, typing.Mapping)
     for family, family_size in sizes.items():
@@ -96,7 +96,7 @@ def _validate_families(cfg) -> dict[str, list[int]]:
 def validate(cfg) -> None:
     """Raise ``ConfigError`` naming the first invalid key of ``grid`` (and ``model``)."""
     grid = cfg.grid
-    _validate_families(cfg)
+    _validate_families(grid, cfg.model)
     _validate_methods(grid)
     check_list("grid.seeds", grid.seeds, int, "integers >= 0")
     allowed = ", ".join(results.MODES)

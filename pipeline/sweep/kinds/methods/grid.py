@@ -40,10 +40,11 @@ class Cell(NamedTuple):
     mode: str
 
 
-def model_parameters(cfg, families) -> dict[str, dict]:
-    """Each family's keyword parameters: its ``model.<family>`` over the family's defaults
-    (a plug-in family's section holds only the keys the config sets)."""
-    return {f: {**family_parameters(f), **OmegaConf.to_container(cfg.model[f])} for f in families}
+def model_parameters(model, families) -> dict[str, dict]:
+    """Each family's keyword parameters: its section of ``model`` (the config's ``model``)
+    over the family's defaults (a plug-in family's section holds only the keys the config
+    sets)."""
+    return {f: {**family_parameters(f), **OmegaConf.to_container(model[f])} for f in families}
 
 
 def _fixed_size(family: str, params: dict) -> int | None:
@@ -167,7 +168,7 @@ class MethodsGrid(Grid):
     def from_config(cls, cfg) -> MethodsGrid:
         grid = cfg.grid
         methods = grid_methods(grid)
-        params = model_parameters(cfg, grid.families)
+        params = model_parameters(cfg.model, grid.families)
         return cls(
             families=tuple(grid.families),
             sizes={family: tuple(sorted(s)) for family, s in family_sizes(grid, params).items()},
