@@ -12,6 +12,7 @@ map of the largest count; ``pipeline.hmmlm.feature_maps``). The store keeps what
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,16 @@ class FeaturesCell(NamedTuple):
 
 
 @dataclass(frozen=True)
+class Settings:
+    """What every cell of the ``kernel_features`` section shares (``KernelFeaturesConfig``)."""
+
+    dim: int
+    rows: int
+    seed: int
+    threshold: float
+
+
+@dataclass(frozen=True)
 class FeaturesGrid(Grid):
     """The cells of a validated config's ``kernel_features`` section."""
 
@@ -47,8 +58,7 @@ class FeaturesGrid(Grid):
     temperatures: tuple[float, ...]
     feature_maps: tuple[str, ...]
     n_features: tuple[int, ...]
-    settings: dict
-    """``dim``, ``rows``, ``seed`` and ``threshold``."""
+    settings: Settings
 
     Cell = FeaturesCell
 
@@ -70,7 +80,7 @@ class FeaturesGrid(Grid):
         ]
 
     def identity(self) -> dict:
-        return {"kind": SCHEMA.name, **self.axes(), **self.settings}
+        return {"kind": SCHEMA.name, **self.axes(), **dataclasses.asdict(self.settings)}
 
 
 def grid(cfg) -> FeaturesGrid:
@@ -81,7 +91,7 @@ def grid(cfg) -> FeaturesGrid:
         temperatures=tuple(sorted(float(t) for t in section.pop("temperatures"))),
         feature_maps=tuple(section.pop("feature_maps")),
         n_features=tuple(sorted(section.pop("n_features"))),
-        settings=section,
+        settings=Settings(**section),
     )
 
 
@@ -104,20 +114,20 @@ def validate(cfg) -> None:
                 )
 
 
-def _rng(settings: dict, cell: FeaturesCell, stream: int) -> np.random.Generator:
+def _rng(settings: Settings, cell: FeaturesCell, stream: int) -> np.random.Generator:
     """A generator of the cell's state count and temperature (``stream`` 0: the embeddings,
     shared by both maps; 1 + the map's index: its features)."""
-    key = [settings["seed"], cell.n_states, round(cell.temperature * 1_000_000), stream]
+    key = [settings.seed, cell.n_states, round(cell.temperature * 1_000_000), stream]
     return np.random.default_rng(key)
 
 
 def features_cell(
-    cell: FeaturesCell, n_features: tuple[int, ...], settings: dict
+    cell: FeaturesCell, n_features: tuple[int, ...], settings: Settings
 ) -> dict[str, object]:
     """Measure one cell: the rows' TV for every feature count."""
     start = time.perf_counter()
     e = feature_maps.embeddings(
-        cell.n_states, settings["dim"], cell.temperature, settings["rows"],
+        cell.n_states, settings.dim, cell.temperature, settings.rows,
         _rng(settings, cell, 0), dtype=np.float32,
     )  # fmt: skip
     exact = feature_maps.softmax_rows(e)

@@ -3,6 +3,8 @@ cell of a config's ``training`` section shares."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -12,7 +14,7 @@ from pipeline.results import training as results
 from pipeline.sweep.kinds.base import Grid
 
 DEFAULT_MAX_EPOCHS = 20
-"""``max_epochs`` when neither it nor ``epochs`` is set."""
+"""``max_epochs`` where the config leaves it null."""
 
 
 class TrainingCell(NamedTuple):
@@ -22,14 +24,46 @@ class TrainingCell(NamedTuple):
 
 
 @dataclass(frozen=True)
+class Settings:
+    """What every cell of a ``training`` section shares (``TrainingConfig``; ``max_epochs``
+    resolved)."""
+
+    max_epochs: int
+    patience: int | None
+    max_seconds: float | None
+    clusters: int
+    clustering: str
+    state_dropout: float
+    max_states: dict[str, int]
+    batch: int
+    length: int
+    n_tokens: int | None
+    train_chunks: int | None
+    held_out_chunks: int | None
+    learning_rate: float
+    lr_decay: float
+    lr_patience: int
+    clip: float | None
+    dim: int
+    delta: int
+    max_features: int | None
+    grow: bool
+    threads: int
+    corpus: str | None
+
+    def key(self) -> str:
+        """The settings as canonical JSON: what a worker caches the sweep's shared data by."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+@dataclass(frozen=True)
 class TrainingGrid(Grid):
     """The cells of a validated config's ``training`` section and what every cell shares."""
 
     n_states: tuple[int, ...]
     parameterisations: tuple[str, ...]
     seeds: tuple[int, ...]
-    settings: dict
-    """Every other key of ``training`` (max_epochs resolved, batch, length, ...)."""
+    settings: Settings
 
     Cell = TrainingCell
 
@@ -38,7 +72,7 @@ class TrainingGrid(Grid):
             "n_states": self.n_states,
             "parameterisation": self.parameterisations,
             "seed": self.seeds,
-            "epoch": tuple(range(self.settings["max_epochs"] + 1)),
+            "epoch": tuple(range(self.settings.max_epochs + 1)),
             "baseline": results.BASELINES,
             "ngram": results.NGRAMS,
         }
@@ -51,7 +85,7 @@ class TrainingGrid(Grid):
             for n in reversed(self.n_states)
             for name in self.parameterisations
             for seed in self.seeds
-            if n <= self.settings["max_states"].get(name, n)
+            if n <= self.settings.max_states.get(name, n)
         ]
 
     def identity(self) -> dict:
@@ -60,7 +94,7 @@ class TrainingGrid(Grid):
             "n_states": self.n_states,
             "parameterisations": self.parameterisations,
             "seeds": self.seeds,
-            **self.settings,
+            **dataclasses.asdict(self.settings),
         }
 
 
@@ -72,5 +106,5 @@ def grid(cfg) -> TrainingGrid:
         n_states=tuple(sorted(training.pop("n_states"))),
         parameterisations=tuple(training.pop("parameterisations")),
         seeds=tuple(sorted(training.pop("seeds"))),
-        settings=training,
+        settings=Settings(**training),
     )

@@ -18,7 +18,7 @@ from pipeline.hmmlm.split import split
 from pipeline.hmmlm.train import Schedule, perplexity, train
 from pipeline.operators import toarray
 from pipeline.results import training as results
-from pipeline.sweep.kinds.training.grid import TrainingCell
+from pipeline.sweep.kinds.training.grid import Settings, TrainingCell
 
 SPLIT_NOISE = 0.01
 """The noise on a grown model's copied states (``pipeline.hmmlm.split``): small against
@@ -31,19 +31,19 @@ def load_corpus(corpus: str | None, n_tokens: int | None) -> data.Corpus:
     return data.load(corpus, n_tokens)
 
 
-def _parts(corpus: data.Corpus, settings: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _parts(corpus: data.Corpus, settings: Settings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The training, validation and test streams a sweep uses, ``batch`` of each
     (``train_chunks`` and ``held_out_chunks`` keep the first that many chunks of ``length``
     tokens of each part)."""
-    length, count = settings["length"], settings["batch"]
+    length, count = settings.length, settings.batch
 
-    def tokens(key: str) -> int | None:
-        return None if settings[key] is None else settings[key] * length
+    def tokens(chunks: int | None) -> int | None:
+        return None if chunks is None else chunks * length
 
     return (
-        data.streams(corpus.train, count, tokens("train_chunks")),
-        data.streams(corpus.validation, count, tokens("held_out_chunks")),
-        data.streams(corpus.test, count, tokens("held_out_chunks")),
+        data.streams(corpus.train, count, tokens(settings.train_chunks)),
+        data.streams(corpus.validation, count, tokens(settings.held_out_chunks)),
+        data.streams(corpus.test, count, tokens(settings.held_out_chunks)),
     )
 
 
@@ -52,8 +52,8 @@ class Shared:
     Kneser-Ney baseline's validation and test perplexity (``results.BASELINES``) and the
     share of held-out n-grams seen in training (validation, test) per ``results.NGRAMS``."""
 
-    def __init__(self, settings: dict) -> None:
-        self.corpus = load_corpus(settings["corpus"], settings["n_tokens"])
+    def __init__(self, settings: Settings) -> None:
+        self.corpus = load_corpus(settings.corpus, settings.n_tokens)
         self.train, self.validation, self.test = _parts(self.corpus, settings)
         scores = np.empty((2, len(results.BASELINES)))
         for k, name in enumerate(results.BASELINES):
@@ -74,22 +74,22 @@ class Shared:
 
 @functools.cache
 def shared(settings_key: str) -> Shared:
-    """The ``Shared`` of a sweep, once per worker process (``settings_key``: the settings as
-    JSON)."""
-    return Shared(json.loads(settings_key))
+    """The ``Shared`` of a sweep, once per worker process (``settings_key``:
+    ``Settings.key``)."""
+    return Shared(Settings(**json.loads(settings_key)))
 
 
 @functools.cache
 def _word_clusters(settings_key: str, seed: int) -> np.ndarray:
     """The word clusters of a sweep's training streams (the random partition per seed)."""
-    settings = json.loads(settings_key)
+    settings = Settings(**json.loads(settings_key))
     common = shared(settings_key)
-    name = settings["clustering"]
+    name = settings.clustering
     return clusters.clustering(
         name,
         common.train,
         len(common.corpus.words),
-        settings["clusters"],
+        settings.clusters,
         seed if name == "random" else 0,
     )
 
@@ -113,18 +113,20 @@ def _transition_rank(p, n_states: int) -> float:
     return float((np.linalg.svd(T, compute_uv=False) > 1e-5).sum())
 
 
-def grown_from(cell: TrainingCell, settings: dict, n_states: tuple[int, ...]) -> int:
+def grown_from(cell: TrainingCell, settings: Settings, n_states: tuple[int, ...]) -> int:
     """The state count of the model ``cell`` grows from (``training.grow``: half its own,
     if in the grid and, for a kernel, of the same features F: splitting keeps F), 0 for a
     cell trained from a random start."""
-    half, cap = cell.n_states // 2, settings.get("max_features")
-    if not settings.get("grow") or half not in n_states:
+    half, cap = cell.n_states // 2, settings.max_features
+    if not settings.grow or half not in n_states:
         return 0
     features = (parse(cell.parameterisation, n, cap)[1] for n in (half, cell.n_states))
     return half if len(set(features)) == 1 else 0
 
 
-def _start(cell: TrainingCell, settings: dict, V: int, blocks, models: Path | None, parent: int):
+def _start(
+    cell: TrainingCell, settings: Settings, V: int, blocks, models: Path | None, parent: int
+):
     """The starting parameters of ``cell``: random, or the trained model of ``parent``
     states split (``pipeline.hmmlm.split``)."""
     if parent:
@@ -133,16 +135,14 @@ def _start(cell: TrainingCell, settings: dict, V: int, blocks, models: Path | No
         p, _, parent_blocks = saved.load(model_file(models, cell._replace(n_states=parent)))
         rng = np.random.default_rng(cell.seed)
         return split(p, parent_blocks, noise=SPLIT_NOISE, rng=rng)[0]
-    kind, n_features, banded = parse(
-        cell.parameterisation, cell.n_states, settings.get("max_features")
-    )
+    kind, n_features, banded = parse(cell.parameterisation, cell.n_states, settings.max_features)
     return initial(
         kind,
         cell.n_states,
         V,
         n_features=n_features,
-        delta=settings["delta"] if banded else 0,
-        dim=settings["dim"],
+        delta=settings.delta if banded else 0,
+        dim=settings.dim,
         seed=cell.seed,
         emission_size=None if blocks is None else blocks.states * V,
         dtype=np.float64 if blocks is None else np.float32,
@@ -151,7 +151,7 @@ def _start(cell: TrainingCell, settings: dict, V: int, blocks, models: Path | No
 
 def train_cell(
     cell: TrainingCell,
-    settings: dict,
+    settings: Settings,
     models: Path | None = None,
     n_states: tuple[int, ...] = (),
     *after,
@@ -160,30 +160,30 @@ def train_cell(
     the trained model in the folder ``models`` (``pipeline.hmmlm.saved``) if given.
     ``n_states`` is the grid's (a grown cell's parent is in it); ``after``: the tasks this
     one waits for (its parent's, unused)."""
-    threads = settings.get("threads", 1)
+    threads = settings.threads
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     with threadpool_limits(limits=threads, user_api="blas"):
         return _train_cell(cell, settings, models, n_states)
 
 
 def _train_cell(
-    cell: TrainingCell, settings: dict, models: Path | None, n_states
+    cell: TrainingCell, settings: Settings, models: Path | None, n_states
 ) -> dict[str, object]:
-    key = json.dumps(settings, sort_keys=True)
+    key = settings.key()
     common = shared(key)
-    V, C = len(common.corpus.words), settings["clusters"]
+    V, C = len(common.corpus.words), settings.clusters
     blocks = clusters.blocks_of(_word_clusters(key, cell.seed), cell.n_states // C) if C else None
     parent = grown_from(cell, settings, n_states)
     start = _start(cell, settings, V, blocks, models, parent)
     schedule = Schedule(
-        settings["max_epochs"],
-        settings["patience"],
-        settings["length"],
-        settings["learning_rate"],
-        settings["lr_decay"],
-        settings.get("lr_patience", 1),
-        settings.get("clip"),
-        settings.get("max_seconds"),
+        settings.max_epochs,
+        settings.patience,
+        settings.length,
+        settings.learning_rate,
+        settings.lr_decay,
+        settings.lr_patience,
+        settings.clip,
+        settings.max_seconds,
     )
     result = train(
         start,
@@ -191,7 +191,7 @@ def _train_cell(
         common.validation,
         schedule,
         blocks=blocks,
-        state_dropout=settings["state_dropout"],
+        state_dropout=settings.state_dropout,
         seed=cell.seed,
     )
     p = result.parameters
@@ -201,7 +201,7 @@ def _train_cell(
     begin = time.perf_counter()
     test_perplexity = perplexity(p, common.test, blocks)
     seconds = time.perf_counter() - begin
-    length = settings["max_epochs"] + 1
+    length = settings.max_epochs + 1
     leaves = [p.prior, p.emission, *p.transition]
     features = p.transition.W.shape[0] if hasattr(p.transition, "W") else 0
     return {
