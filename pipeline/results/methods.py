@@ -372,7 +372,7 @@ def noise_lines(last: xr.Dataset) -> list[str]:
     if not timed:
         return []
     done = last["done"] & np.isfinite(last["speedup"])
-    if int(last["repeats"].where(done).max()) <= 1:
+    if float(last["repeats"].where(done).max()) <= 1:  # NaN where none is stored: the spread
         return [
             "speedups are ratios of runs made moments apart: compare them within this run "
             "only. Each was timed once (timing.repeats=1), so nothing here says how noisy "
