@@ -120,9 +120,10 @@ def payoff(ds: xr.Dataset, mode: str) -> Payoff:
     if np.unique(kept).size >= 2:
         exponent, log_scale = np.polyfit(np.log(kept), np.log(speedup), 1)
         scale = float(np.exp(log_scale))
-        crossing = np.exp(-log_scale / exponent) if exponent != 0 else np.inf
-        if kept.min() <= crossing <= kept.max():
-            break_even = float(crossing)
+        # where the fit crosses 1x, compared on logarithms: a flat fit's crossing overflows
+        log_crossing = -log_scale / exponent if exponent != 0 else np.inf
+        if np.log(kept.min()) <= log_crossing <= np.log(kept.max()):
+            break_even = float(np.exp(log_crossing))
     return Payoff(kept, speedup, float(exponent), scale, break_even)
 
 
