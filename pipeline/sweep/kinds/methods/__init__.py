@@ -153,12 +153,8 @@ def check_memory(grid: MethodsGrid, limit: int) -> None:
         )
     for family in grid.families:
         for n in grid.sizes[family]:
-            timing = max(
-                memory.timing_estimate(
-                    family, n, grid.params[family], variants, grid.horizon + 1, mode=mode
-                )
-                or 0
-                for mode in grid.modes
+            timing = memory.timing_estimate(
+                family, n, grid.params[family], variants, grid.horizon + 1, modes=grid.modes
             )
             if timing > limit:
                 raise ConfigError(
@@ -217,11 +213,11 @@ def submit(
             for c in model_cells
         ]
         variants = list(dict.fromkeys((c.method, c.setting) for c in model_cells))
-        timing = [
-            memory.timing_estimate(spec.family, spec.n_states, params, variants, steps, mode=m)
-            for m in dict.fromkeys(c.mode for c in model_cells)
-        ]
-        largest = max([f.total for f in found if f] + [t for t in timing if t], default=0)
+        modes = tuple(dict.fromkeys(c.mode for c in model_cells))
+        timing = memory.timing_estimate(
+            spec.family, spec.n_states, params, variants, steps, modes=modes
+        )
+        largest = max([f.total for f in found if f] + [timing], default=0)
         return {MEMORY: min(largest, budget)} if budget and largest else None
 
     return plan.submit(

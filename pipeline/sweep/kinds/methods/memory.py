@@ -173,17 +173,17 @@ def timing_estimate(
     variants: list[tuple[str, float]],
     steps: int,
     *,
-    mode: str,
-) -> int | None:
-    """The peak memory of a model's timing task in ``mode`` (``timed.timed_runs``), or None
-    as ``estimate``: the exact model and the approximation of each of ``variants`` (method,
-    setting) side by side, and one run's beliefs and likelihoods (its runs follow one
-    another)."""
+    modes: tuple[str, ...],
+) -> int:
+    """The peak memory of a model's timing task (``timed.timed_runs``), the largest over
+    ``modes``, or 0 where ``estimate`` gives none: the exact model and the approximation of
+    each of ``variants`` (method, setting) side by side, and one run's beliefs and
+    likelihoods (its runs follow one another)."""
     found = [_model_and_approximation(family, n_states, params, m, s) for m, s in variants]
     if not found or any(f is None for f in found):
-        return None
+        return 0
     held = found[0][0] + sum(approximation for _, approximation in found)
-    runs = run_bytes(mode, steps, n_states) + likelihood_bytes(mode, steps, n_states)
+    runs = max(run_bytes(m, steps, n_states) + likelihood_bytes(m, steps, n_states) for m in modes)
     return int(WORKER_BYTES + held + runs)
 
 

@@ -21,6 +21,7 @@ there.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -146,29 +147,23 @@ def run_model(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> l
     the others are kept; where the model's shared work raises (its build, say), the cells
     are computed one by one, each giving its own result or error. ``TRANSIENT`` exceptions
     fail the task, to be tried again."""
-    plan = model_plan(spec, cells, settings, run_cell=_kept)
+    plan = model_plan(spec, cells, settings, run_cell=functools.partial(_kept, tasks.run_cell))
     try:
         return list(dask.compute(*plan.values(), scheduler="sync"))
     except TRANSIENT:
         raise
     except Exception:  # shared work's own error: what each cell gets
-        return [_cell(task) for task in plan.values()]
+        return [
+            _kept(lambda task=task: dask.compute(task, scheduler="sync")[0])
+            for task in plan.values()
+        ]
 
 
-def _kept(*args, **kwargs):
-    """``tasks.run_cell``, the cell's own error returned as its ``CellError``."""
+def _kept(function: Callable, *args, **kwargs):
+    """``function(*args, **kwargs)``, or the ``CellError`` of its own exception
+    (``TRANSIENT`` ones raised)."""
     try:
-        return tasks.run_cell(*args, **kwargs)
-    except TRANSIENT:
-        raise
-    except Exception as error:  # its own error, whatever it is
-        return CellError.of(error)
-
-
-def _cell(task: Delayed):
-    """One cell's result, or the ``CellError`` of the exception it raised."""
-    try:
-        return dask.compute(task, scheduler="sync")[0]
+        return function(*args, **kwargs)
     except TRANSIENT:
         raise
     except Exception as error:  # its own error, whatever it is

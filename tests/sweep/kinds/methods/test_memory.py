@@ -153,7 +153,7 @@ def test_a_timing_task_holds_the_model_and_every_approximation_it_times():
     held = memory._model_bytes(hmm) + sum(
         memory._model_bytes(approximate(hmm, m, s).hmm) for m, s in variants
     )
-    timing = memory.timing_estimate("bell", n, params, variants, steps, mode="filter")
+    timing = memory.timing_estimate("bell", n, params, variants, steps, modes=("filter",))
     one_run = memory.run_bytes("filter", steps, n) + memory.likelihood_bytes("filter", steps, n)
     assert timing - memory.WORKER_BYTES - one_run == pytest.approx(held, rel=0.1)
     cfg = composed(
