@@ -10,7 +10,10 @@
 - ``tv_certificate``: the online bound from an approximate run's own errors;
 - ``sparsity``: the fraction of zero entries.
 
-Every matrix may be in any format of ``pipeline.operators``.
+Every matrix may be in any format of ``pipeline.operators``. A transition matrix's NaN,
+infinite or negative entry, or a distribution's NaN or infinite one, is a one-line
+``ValueError`` naming it, never a number: gamma would come out 1 (the tightest bound) or
+0, a TV distance NaN.
 """
 
 from __future__ import annotations
@@ -23,23 +26,50 @@ import numpy as np
 from pipeline import operators
 
 
+def _finite(values, name: str) -> np.ndarray:
+    """``values`` as float64; ``ValueError`` naming the first entry that is not finite."""
+    values = np.asarray(values, dtype=np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        where = ", ".join(str(int(k)) for k in np.argwhere(bad)[0])
+        raise ValueError(
+            f"{name}[{where}] = {values[bad][0]}; a distribution's entries must be finite"
+        )
+    return values
+
+
+def _transition(T):
+    """``T`` in its canonical format (``pipeline.operators.as_operator``); ``ValueError``
+    naming its first NaN, infinite or negative entry (``pipeline.operators.check_entries``)."""
+    T = operators.as_operator(T, "T")
+    operators.check_entries(T, "T")
+    return T
+
+
+def _least_overlap(T, part: int, parts: int) -> float:
+    """``mixing_rate_part`` of a checked matrix."""
+    return operators.least_overlap(T, np.arange(part, T.shape[0] - 1, parts))
+
+
 def total_variation(P, Q) -> np.ndarray:
     """Total variation distance ``0.5 * sum_x |P(x) - Q(x)|`` along the last axis.
 
     ``P`` and ``Q`` are arrays of distributions whose shapes broadcast, e.g.
-    ``(horizon + 1, n_states)`` each; the result drops the last axis.
+    ``(horizon + 1, n_states)`` each; the result drops the last axis. ``ValueError`` names
+    the first entry that is NaN or infinite.
     """
-    return 0.5 * np.abs(np.asarray(P, dtype=np.float64) - np.asarray(Q, dtype=np.float64)).sum(-1)
+    P, Q = _finite(P, "P"), _finite(Q, "Q")
+    return 0.5 * np.abs(P - Q).sum(-1)
 
 
 def mixing_rate_part(T, part: int, parts: int) -> float:
     """The least row overlap over pairs ``(i, k > i)`` with ``i % parts == part``.
 
     The minimum over ``part = 0..parts-1`` is gamma; parts are balanced
-    (interleaved rows), so threads or Dask tasks can each take one.
+    (interleaved rows), so threads or Dask tasks can each take one. ``ValueError`` names
+    the first NaN, infinite or negative entry of ``T``.
     """
-    T = operators.as_operator(T, "T")
-    return operators.least_overlap(T, np.arange(part, T.shape[0] - 1, parts))
+    return _least_overlap(_transition(T), part, parts)
 
 
 def minimal_mixing_rate(T, *, threads: int | None = None) -> float:
@@ -60,14 +90,16 @@ def minimal_mixing_rate(T, *, threads: int | None = None) -> float:
     -------
     float in [0, 1]
         Clipped to 1 against rounding (the uniform matrix sums to 1 + 2e-16).
+
+    Raises ``ValueError`` naming the first NaN, infinite or negative entry.
     """
-    T = operators.as_operator(T, "T")
+    T = _transition(T)
     n = T.shape[0]
     if T.ndim != 2 or n < 2:
         raise ValueError(f"minimal_mixing_rate needs a matrix with >= 2 rows, got shape {T.shape}")
     threads = max(1, min(threads or os.cpu_count() or 1, n - 1))
     with ThreadPoolExecutor(threads) as pool:
-        gamma = min(pool.map(lambda part: mixing_rate_part(T, part, threads), range(threads)))
+        gamma = min(pool.map(lambda part: _least_overlap(T, part, threads), range(threads)))
     return float(min(gamma, 1.0))  # rows summing to 1 + rounding can give 1 + 1e-16
 
 
@@ -76,9 +108,10 @@ def doeblin_lower_bound(T) -> float:
 
     Costs one pass over ``T`` (any format, shape (n, n)): O(nnz + n) for a
     structured matrix, so it serves where gamma costs too much. Clipped to 1
-    against rounding, as gamma is (the uniform matrix gives 1 + 4e-16).
+    against rounding, as gamma is (the uniform matrix gives 1 + 4e-16). ``ValueError`` names
+    the first NaN, infinite or negative entry.
     """
-    return min(1.0, operators.shared_mass(operators.as_operator(T, "T")))
+    return min(1.0, operators.shared_mass(_transition(T)))
 
 
 def tv_certificate(gamma: float, errors) -> np.ndarray:

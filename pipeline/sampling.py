@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.models.hmm import HMM
+from pipeline.models.limits import check_memory
 from pipeline.operators import rows
 
 
@@ -28,7 +29,10 @@ def sample(hmm: HMM, steps: int, rng: np.random.Generator) -> tuple[np.ndarray, 
     -------
     states, observations : int ndarrays, shape (steps,)
         ``states[0] ~ prior``, ``states[t] ~ T[states[t - 1]]``, ``observations[t] ~ E[states[t]]``.
+
+    ``ValueError`` names ``steps`` when the two arrays cannot fit this machine's memory.
     """
+    check_memory(16 * steps, f"steps={steps:,}", "16 bytes a step: the states and the symbols")
     states = np.empty(steps, np.int64)
     observations = np.empty(steps, np.int64)
     state = int(rng.choice(hmm.n_states, p=hmm.prior / hmm.prior.sum()))

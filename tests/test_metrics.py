@@ -10,6 +10,7 @@ from pipeline.metrics import (
     doeblin_lower_bound,
     error_bounds,
     minimal_mixing_rate,
+    mixing_rate_part,
     sparsity,
     step_errors,
     total_variation,
@@ -17,14 +18,61 @@ from pipeline.metrics import (
     tv_certificate,
 )
 from pipeline.models import build_model
+from pipeline.operators import LowRank, SparsePlusRankOne
 
-from helpers import brute_force_gamma, random_stochastic
+from helpers import brute_force_gamma, random_low_rank, random_stochastic, random_structured
 
 
 def test_total_variation():
     assert total_variation([1, 0, 0], [0, 0.5, 0.5]) == 1.0
     assert total_variation([0.5, 0.5], [0.5, 0.5]) == 0.0
     np.testing.assert_allclose(total_variation(np.eye(3), [0.2, 0.3, 0.5]), [0.8, 0.7, 0.5])
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_total_variation_refuses_what_is_not_finite(value):
+    """NaN input gave a NaN distance: now the entry is named, whichever argument holds it."""
+    damaged = np.full((3, 4), 0.25)
+    damaged[2, 1] = value
+    with pytest.raises(ValueError, match=rf"^Q\[2, 1\] = {value}; .* must be finite$"):
+        total_variation(np.full(4, 0.25), damaged)
+    with pytest.raises(ValueError, match=rf"^P\[2, 1\] = {value}; .* must be finite$"):
+        total_variation(damaged, np.full(4, 0.25))
+
+
+def _damaged(value: float) -> dict[str, object]:
+    """A row-stochastic 6 x 6 matrix in each format with one entry (or factor) ``value``."""
+    dense = random_stochastic(np.random.default_rng(0), 6, 6)
+    dense[2, 3] = value
+    structured = random_structured(1, 6, 6)
+    low_rank = random_low_rank(2, 6, 6)
+    right = low_rank.right.copy()
+    right[4, 0] = value
+    return {
+        "dense": dense,
+        "csr": sp.csr_array(dense),
+        "coo": sp.coo_matrix(dense),
+        "structured": SparsePlusRankOne(
+            structured.sparse, structured.u, np.where(np.arange(6) == 1, value, structured.v)
+        ),
+        "lowrank": LowRank(low_rank.left, right, low_rank.band),
+    }
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -0.25])
+@pytest.mark.parametrize("fmt", ["dense", "csr", "coo", "structured", "lowrank"])
+def test_gamma_refuses_nan_infinite_and_negative_entries_in_every_format(value, fmt):
+    """Gamma of a matrix with a NaN came out 1 (perfect mixing, the tightest bound) and with
+    a negative entry 0: now every function of a transition matrix names the entry."""
+    T = _damaged(value)[fmt]
+    where = {"structured": r"T\.v\[1\]", "lowrank": r"T\.right\[4, 0\]"}.get(fmt, r"T\[2, 3\]")
+    for measure in (
+        minimal_mixing_rate,
+        doeblin_lower_bound,
+        lambda T: mixing_rate_part(T, 0, 2),
+    ):
+        with pytest.raises(ValueError, match=rf"^{where} = \S+; .*finite and non-negative$"):
+            measure(T)
 
 
 @given(

@@ -3,7 +3,8 @@
 Without ``--source`` the novels come from ``apt-get download r-cran-janeaustenr`` (no R
 needed); ``--source`` names that ``.deb`` or an installed R package folder
 (``.../site-library/janeaustenr``) instead. The corpus is kept in
-``pipeline.corpus.austen.cache_folder()``.
+``pipeline.corpus.austen.cache_folder()``. A source or download that cannot be used is
+one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = austen.fetch(args.source)
     except (OSError, RuntimeError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2
     documents = austen.documents()
     words = sum(len(tokenize(doc)) for doc in documents)
     print(f"austen: {len(documents)} documents, {words:,} words, in {folder}")

@@ -17,12 +17,14 @@ from __future__ import annotations
 import functools
 import io
 import itertools
+import lzma
 import os
 import re
 import shutil
 import subprocess
 import tarfile
 import tempfile
+import zlib
 from pathlib import Path
 
 from pipeline.corpus.rdata import lazy_load
@@ -50,7 +52,13 @@ def _deb_members(deb: Path) -> dict[str, bytes]:
     if not data.startswith(b"!<arch>\n"):
         raise ValueError(f"{deb} is not a Debian package (.deb)")
     while at + 60 <= len(data):
-        name, size = data[at : at + 16].decode().strip().rstrip("/"), int(data[at + 48 : at + 58])
+        try:
+            name = data[at : at + 16].decode("ascii").strip().rstrip("/")
+            size = int(data[at + 48 : at + 58])
+        except ValueError:
+            raise ValueError(
+                f"{deb} is not a Debian package (.deb): its member header at byte {at} is damaged"
+            ) from None
         members[name] = data[at + 60 : at + 60 + size]
         at += 60 + size + size % 2
     return members
@@ -59,11 +67,18 @@ def _deb_members(deb: Path) -> dict[str, bytes]:
 def _extract_deb(deb: Path, folder: Path) -> Path:
     """The R package folder of ``deb``, extracted under ``folder``."""
     members = _deb_members(deb)
-    payload = next((v for k, v in members.items() if k.startswith("data.tar")), None)
-    if payload is None:
+    name = next((k for k in members if k.startswith("data.tar")), None)
+    if name is None:
         raise ValueError(f"{deb} holds no data.tar: not a Debian binary package")
-    with tarfile.open(fileobj=io.BytesIO(payload)) as archive:
-        archive.extractall(folder, filter="data")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(members[name])) as archive:
+            archive.extractall(folder, filter="data")
+    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as error:
+        reason = (str(error).splitlines() or [type(error).__name__])[0].rstrip(":")
+        raise ValueError(
+            f"{deb}: its {name} is no readable tar archive ({reason}); give the {PACKAGE} .deb "
+            "or an installed R package folder"
+        ) from None
     return folder / _INSTALLED
 
 
@@ -88,7 +103,8 @@ def fetch(source: str | os.PathLike | None = None) -> Path:
     """Keep the novels in ``cache_folder()`` and return it: from ``source`` (a
     ``.deb`` of ``PACKAGE`` or an installed R package folder ``.../janeaustenr``), else
     from ``apt-get download``. The database is checked (every novel read) before it
-    replaces what the cache held."""
+    replaces what the cache held: a source that is no ``.deb``, holds no tar archive or a
+    damaged database is a one-line ``ValueError`` naming it, and the cache is left as it was."""
     target = cache_folder()
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as temporary:
@@ -99,11 +115,11 @@ def fetch(source: str | os.PathLike | None = None) -> Path:
         data = package / "data"
         if not all((data / name).is_file() for name in _DATABASE):
             raise FileNotFoundError(f"{package} holds no data/Rdata.rdb and data/Rdata.rdx")
+        _novels(data)
         aside = work / "austen"
         aside.mkdir()
         for name in _DATABASE:
             shutil.copyfile(data / name, aside / name)
-        _novels(aside)
         if target.exists():
             shutil.rmtree(target)
         aside.rename(target)
@@ -139,9 +155,17 @@ def _read(folder: Path) -> tuple[str, ...]:
 def documents() -> tuple[str, ...]:
     """Every chapter of the six novels (the module's docstring), from the cache.
 
-    Raises ``FileNotFoundError`` (one line naming the command) before ``fetch``.
+    Raises ``FileNotFoundError`` (one line naming the command that fetches it) before
+    ``fetch``, and when the cache holds no readable corpus: a file of it damaged (not gzip,
+    cut short), named. Fetching again replaces the cache; nothing here deletes it.
     """
     folder = cache_folder()
     if not all((folder / name).is_file() for name in _DATABASE):
         raise FileNotFoundError(f"corpus 'austen' is not in {folder}; fetch it once: {FETCH}")
-    return _read(folder)
+    try:
+        return _read(folder)
+    except (OSError, ValueError) as error:
+        raise FileNotFoundError(
+            f"corpus 'austen' in {folder} cannot be read: {error}; fetch it again, which "
+            f"replaces it: {FETCH}"
+        ) from None

@@ -11,7 +11,8 @@ compression (``Z`` zlib, ``2`` bzip2, ``X`` xz, ``0`` none) and that stream.
 ``unserialize`` reads the types data sets are made of: NULL, character, logical, integer
 and double vectors, lists and their attributes (pairlists with symbol tags); any other
 type is a ``ValueError`` naming it. A vector is returned as an ``RVector`` of its values
-and attributes (NA strings as None).
+and attributes (NA strings as None). ``lazy_load`` refuses a damaged database (not
+compressed as it says, cut short, garbage) in one ``ValueError`` naming the file.
 """
 
 from __future__ import annotations
@@ -30,6 +31,22 @@ _VECTORS = {10: "i", 13: "i", 14: "d"}  # logical, integer, double: fixed-size X
 _LISTS = (16, 19, 20)  # character vector, list, expression list
 _ENVIRONMENTS = (241, 242, 250, 251, 252, 253)  # the base, empty, global ... environments
 _DECOMPRESS = {b"Z": zlib.decompress, b"2": bz2.decompress, b"X": lzma.decompress}
+DAMAGED = (
+    ValueError,
+    EOFError,
+    OSError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    TypeError,
+    struct.error,
+    zlib.error,
+    lzma.LZMAError,
+    RecursionError,
+)
+"""What decoding damaged bytes raises: the decompressors' errors (gzip's ``BadGzipFile`` and
+bz2's are ``OSError``, a cut stream ``EOFError``), and this module's own reading of objects
+that are not what the format says (a list too short, a name that is no string)."""
 
 
 class RVector(NamedTuple):
@@ -107,15 +124,42 @@ def _entry(blob: bytes, compression: int) -> bytes:
     return data
 
 
+def _index(data: bytes) -> tuple[list[tuple[str, int, int]], int]:
+    """The objects an ``.rdx`` file lists, each ``(name, offset, length)`` in the ``.rdb``,
+    and their compression."""
+    index = unserialize(gzip.decompress(data)).values
+    variables, compression = index[0], int(index[2].values[0])
+    names = variables.attributes["names"].values
+    places = [tuple(int(x) for x in where.values) for where in variables.values]
+    return [(str(name), *place) for name, place in zip(names, places, strict=True)], compression
+
+
+def _decoded(path: Path, decode, *args):
+    """``decode(*args)``, the bytes of the file at ``path``; ``ValueError`` (one line) naming
+    the file when they are damaged (``DAMAGED``)."""
+    try:
+        return decode(*args)
+    except DAMAGED as error:
+        reason = (str(error).splitlines() or [type(error).__name__])[0]
+        raise ValueError(f"{path} is no readable R lazy-load file ({reason})") from None
+
+
 def lazy_load(path: str | Path) -> dict[str, object]:
     """Every object of the lazy-load database ``path`` (``<path>.rdx`` and ``<path>.rdb``,
-    e.g. ``data/Rdata``): name -> object, in the index's order."""
-    path = Path(path)
-    index = unserialize(gzip.decompress(path.with_suffix(".rdx").read_bytes())).values
-    variables, compression = index[0], int(index[2].values[0])
-    database = path.with_suffix(".rdb").read_bytes()
-    objects = {}
-    for name, where in zip(variables.attributes["names"].values, variables.values, strict=True):
-        offset, length = (int(x) for x in where.values)
-        objects[name] = unserialize(_entry(database[offset : offset + length], compression))
-    return objects
+    e.g. ``data/Rdata``): name -> object, in the index's order.
+
+    Raises ``OSError`` when a file cannot be read and ``ValueError`` (one line naming the
+    file) when one is damaged.
+    """
+    index, database = Path(path).with_suffix(".rdx"), Path(path).with_suffix(".rdb")
+    objects, compression = _decoded(index, _index, index.read_bytes())
+    data = database.read_bytes()
+    return {
+        name: _decoded(database, _object, data[offset : offset + length], compression)
+        for name, offset, length in objects
+    }
+
+
+def _object(blob: bytes, compression: int):
+    """The object of one entry of the ``.rdb`` file."""
+    return unserialize(_entry(blob, compression))

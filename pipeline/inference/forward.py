@@ -17,6 +17,11 @@ from pipeline.inference.inputs import Evidence, read_evidence, read_initial
 from pipeline.kernels import forward
 from pipeline.methods.select import mass_target
 from pipeline.models.hmm import HMM
+from pipeline.models.limits import check_memory
+
+STEP_BYTES = 25
+"""What a forward run keeps a step and sequence beside its beliefs: the step's row of the
+evidence (int64), its time and pruned mass (float64 each) and its zero-evidence flag."""
 
 
 class FilterResult(NamedTuple):
@@ -101,10 +106,17 @@ def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0, history=True) ->
         raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
     target = mass_target(prune, "prune")
     initial = read_initial(hmm, initial)
+    kept = _kept(history)
+    beliefs = 8 * initial.size if kept is None else 0  # a step's beliefs, kept for every step
+    check_memory(
+        (int(horizon) + 1) * (STEP_BYTES * (initial.size // hmm.n_states) + beliefs),
+        f"horizon={int(horizon):,}",
+        f"{STEP_BYTES} bytes a step and sequence" + (", and its beliefs" if beliefs else ""),
+    )
     rows = np.full(int(horizon) + 1, -1, dtype=np.int64)  # nothing observed: no likelihoods
     nothing = Evidence(np.empty((0, hmm.n_states)), rows, np.empty(0))
     forward_ = _forward if initial.ndim == 1 else _forward_block
-    return forward_(hmm, initial, nothing, target, _kept(history)).beliefs
+    return forward_(hmm, initial, nothing, target, kept).beliefs
 
 
 def filtering(

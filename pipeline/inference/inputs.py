@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pipeline.models.hmm import HMM, validate_rows
+from pipeline.models.hmm import HMM, normalised_rows, precision
 from pipeline.operators import columns
 
 SCALE_RANGE = 256
@@ -55,16 +55,18 @@ class Evidence(NamedTuple):
 
 
 def read_initial(hmm: HMM, initial) -> np.ndarray:
-    """``initial`` checked as one distribution (n,) or a batch (B, n); ``hmm.prior`` for None."""
+    """``initial`` checked as one distribution (n,) or a batch (B, n); ``hmm.prior`` for None.
+    Given in float32 or float16, it is read as ``HMM`` reads a prior (``normalised_rows``)."""
     if initial is None:
         return hmm.prior
+    given = precision(initial)
     initial = np.ascontiguousarray(initial, dtype=np.float64)
     if initial.ndim not in (1, 2) or initial.shape[-1] != hmm.n_states or initial.size == 0:
         raise ValueError(
             f"initial must have shape ({hmm.n_states},) or (B, {hmm.n_states}), got {initial.shape}"
         )
-    validate_rows("initial", np.atleast_2d(initial), vector=initial.ndim == 1)
-    return initial
+    rows = normalised_rows("initial", np.atleast_2d(initial), given, vector=initial.ndim == 1)
+    return rows.reshape(initial.shape)
 
 
 def read_evidence(hmm: HMM, observations, likelihoods, log_likelihoods) -> Evidence:

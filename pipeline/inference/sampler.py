@@ -13,7 +13,12 @@ from typing import NamedTuple
 import numpy as np
 
 from pipeline.models.hmm import HMM
+from pipeline.models.limits import check_memory
 from pipeline.operators import column_sampler, draw_dense
+
+DRAW_BYTES = 32
+"""The memory ``sample`` takes a step and sequence: the states and the symbols drawn (int64
+each), and the copies it returns."""
 
 
 class Sample(NamedTuple):
@@ -56,6 +61,9 @@ def sample(hmm: HMM, horizon: int, *, seed, n_sequences: int = 1) -> Sample | Sa
     n_sequences : int >= 1
         1 (the default) gives a ``Sample`` of one sequence; more, a ``SampleBatch``.
 
+    ``ValueError`` names ``horizon`` and ``n_sequences`` when their draws (``DRAW_BYTES`` a
+    step and sequence) cannot fit this machine's memory.
+
     >>> from pipeline.models import build_model
     >>> drawn = sample(build_model("weather", 6), 4, seed=0, n_sequences=3)
     >>> drawn.states.shape, drawn.observations.shape
@@ -65,8 +73,14 @@ def sample(hmm: HMM, horizon: int, *, seed, n_sequences: int = 1) -> Sample | Sa
         raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
     if isinstance(n_sequences, bool) or int(n_sequences) != n_sequences or n_sequences < 1:
         raise ValueError(f"n_sequences must be an integer >= 1, got {n_sequences!r}")
-    rng = np.random.default_rng(seed)
     steps, size = int(horizon) + 1, int(n_sequences)
+    check_memory(
+        DRAW_BYTES * steps * size,
+        f"horizon={steps - 1:,} with n_sequences={size:,}",
+        f"{DRAW_BYTES} bytes a step and sequence: the states and symbols drawn, and the copies "
+        "returned",
+    )
+    rng = np.random.default_rng(seed)
     states = np.empty((steps, size), np.int64)  # step-major: each step's draws are contiguous
     states[0] = draw_dense(np.broadcast_to(hmm.prior, (size, hmm.n_states)), rng)
     transition = column_sampler(hmm.transition)

@@ -30,7 +30,12 @@ from pipeline.models import (
 )
 from pipeline.models.family import Family, ParameterError
 from pipeline.models.hmm import HMM
+from pipeline.models.limits import check_memory
 from pipeline.plugins import PluginError, Registry
+
+STATE_BYTES = 24
+"""The least memory a model takes a state, in any format: its prior (8 bytes a state, always
+dense) and at least one stored float64 a row in the transitions and in the emissions."""
 
 BUILTIN = {
     "weather": weather,
@@ -145,8 +150,22 @@ def build_model(family: str, n_states: int, seed: int = 0, **params) -> HMM:
     an ``.npz`` archive), then the plug-ins installed (``FAMILIES``); see each module's
     docstring.
     ``params`` are the family's keyword parameters (``family_parameters``).
+
+    ``ParameterError`` names the argument at fault (``check_model``), and ``n_states`` when
+    a model of that many states cannot fit this machine's memory: every model takes at least
+    ``STATE_BYTES`` a state (checked here, where the model is built, not in ``check_model``:
+    a sweep's workers may have more memory than the machine that checks its config).
     """
     check_model(family, n_states, **params)
+    try:
+        check_memory(
+            STATE_BYTES * int(n_states),
+            f"n_states={int(n_states):,}",
+            f"{STATE_BYTES} bytes a state, the least any model takes: its prior, and a value "
+            "a row of the transitions and of the emissions",
+        )
+    except ValueError as error:
+        raise ParameterError("n_states", str(error)) from None
     return _family(family).build(int(n_states), seed=seed, **params)
 
 

@@ -15,7 +15,8 @@ Nothing is trusted: the path must be a regular file (not a FIFO or a device); ea
 array's header is read first, and an array that declares more bytes than the archive holds
 for it (a truncated or forged file) is refused before anything is allocated; a sparse
 matrix's index arrays are checked in full before anything reads its entries
-(``pipeline.operators.check_structure``); the ``HMM`` container then validates the values.
+(``pipeline.operators.check_structure``); the ``HMM`` container then validates the values
+(float32 and float16 arrays within their precision, then read as float64: ``HMM``).
 Every problem is a one-line ``ParameterError`` at ``path`` naming the file, the array and
 what is allowed. A sparse matrix is kept sparse (as CSR), so every method runs on it in its
 own cost.
@@ -214,14 +215,28 @@ def _shape(archive: np.lib.npyio.NpzFile, name: str, path) -> tuple[int, ...]:
     return int(shape[0]), int(shape[1])
 
 
+def _headers(archive: np.lib.npyio.NpzFile, path) -> dict[str, tuple[tuple[int, ...], bool]]:
+    """Each array of the format's declared shape (a sparse matrix's: its values') and whether
+    it is stored dense, from the headers alone, each passed by ``_header``."""
+    found = {}
+    for name in ARRAYS:
+        dense = name in archive.files
+        shape, _ = _header(archive, name if dense else f"{name}_data", path)
+        found[name] = shape, dense
+    return found
+
+
 def _read_size(path: str | os.PathLike | None) -> int:
     """The number of states of the archive at ``path``, from the prior's header;
-    ``ParameterError("path", ...)`` when it is unset, missing, unreadable or lacks an array."""
+    ``ParameterError("path", ...)`` when it is unset, missing, unreadable, lacks an array or
+    an array's header fails ``_header``. Every header is read, as ``model_bytes`` reads them:
+    a file that passed ``check`` cannot fail the sweep's memory estimate, which runs before
+    ``verify`` reads the values."""
     with _open(path) as archive:
         _check_arrays(archive, path)
-        if "prior" not in archive.files:
+        shape, dense = _headers(archive, path)["prior"]
+        if not dense:
             return _shape(archive, "prior", path)[-1]
-        shape, _ = _header(archive, "prior", path)
     if len(shape) != 1:
         raise ParameterError(
             "path", f"{str(path)!r}: prior has shape {shape}; it must be (n_states,)"
@@ -237,8 +252,8 @@ def size(*, path: str | None = None) -> int:
 
 def check(n_states: int, *, path: str | None = None) -> None:
     """Raise ``ParameterError`` unless ``path`` is an archive of the format holding an HMM of
-    ``n_states`` states. Cheap: only the headers and the prior's shape are read, not the
-    matrices (``verify`` reads them)."""
+    ``n_states`` states whose arrays' headers are sound. Cheap: only the headers and the
+    prior's shape are read, not the matrices (``verify`` reads them)."""
     held = _read_size(path)
     if held != n_states:
         raise ParameterError(
@@ -296,14 +311,13 @@ def model_bytes(*, path: str | None = None) -> int:
     value of a dense array, 16 a stored value of a sparse one (the value, its index, and
     what the compiled layout keeps beside them), the transition counted twice (the matrix
     and its layout)."""
-    total = 0
     with _open(path) as archive:
         _check_arrays(archive, path)
-        for name, times in zip(ARRAYS, (1, 2, 1), strict=True):
-            dense = name in archive.files
-            shape, _ = _header(archive, name if dense else f"{name}_data", path)
-            total += times * math.prod(shape) * (8 if dense else 16)
-    return total
+        headers = _headers(archive, path)
+    return sum(
+        times * math.prod(shape) * (8 if dense else 16)
+        for (shape, dense), times in zip(headers.values(), (1, 2, 1), strict=True)
+    )
 
 
 def fingerprint(*, path: str | None = None) -> str:

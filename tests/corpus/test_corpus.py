@@ -2,6 +2,7 @@ import bz2
 import gzip
 import io
 import lzma
+import re
 import struct
 import tarfile
 import zlib
@@ -22,6 +23,8 @@ from pipeline.corpus import (
 from pipeline.corpus.__main__ import main
 from pipeline.corpus.rdata import lazy_load, unserialize
 from pipeline.hmmlm.data import part, split_digest
+from pipeline.sweep.config import register
+from pipeline.sweep.main import check_overrides
 
 
 def test_tokenize_keeps_inner_apostrophes_and_lowers_case():
@@ -106,16 +109,15 @@ NOVELS = {
 }  # fmt: skip
 
 
-def _deb(path, package):
-    """A Debian package (ar archive, data.tar.xz) installing ``package`` where Debian does."""
-    payload = io.BytesIO()
-    with tarfile.open(fileobj=payload, mode="w:xz") as archive:
-        archive.add(package, arcname="./usr/lib/R/site-library/janeaustenr")
-    members = [
-        ("debian-binary", b"2.0\n"),
-        ("control.tar.xz", b""),
-        ("data.tar.xz", payload.getvalue()),
-    ]
+def _deb(path, package=None, *, data=None, name="data.tar.xz"):
+    """A Debian package (ar archive) whose member ``name`` is ``data``, by default a tar.xz
+    installing ``package`` where Debian does."""
+    if data is None:
+        payload = io.BytesIO()
+        with tarfile.open(fileobj=payload, mode="w:xz") as archive:
+            archive.add(package, arcname="./usr/lib/R/site-library/janeaustenr")
+        data = payload.getvalue()
+    members = [("debian-binary", b"2.0\n"), ("control.tar.xz", b""), (name, data)]
     out = b"!<arch>\n"
     for name, data in members:
         out += f"{name:<16}{0:<12}{0:<6}{0:<6}{100644:<8}{len(data):<10}`\n".encode() + data
@@ -166,7 +168,71 @@ def test_austen_is_fetched_once_then_read_as_chapters(tmp_path, monkeypatch):
 def test_a_source_without_the_database_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (tmp_path / "empty").mkdir()
-    assert main(["fetch", "austen", "--source", str(tmp_path / "empty")]) == 1
+    assert main(["fetch", "austen", "--source", str(tmp_path / "empty")]) == 2
     error = capsys.readouterr().err
     assert "holds no data/Rdata.rdb and data/Rdata.rdx" in error and error.count("\n") == 1
     assert not austen.cache_folder().exists()
+
+
+@pytest.mark.parametrize("name", ["data.tar", "data.tar.xz"])
+def test_a_deb_whose_data_tar_is_no_tar_archive_is_refused_in_one_line(
+    tmp_path, monkeypatch, capsys, name
+):
+    """``fetch --source`` with a .deb whose data.tar is not a tar archive gave tarfile's
+    traceback: one line naming the file and what to give, exit status 2, the cache
+    untouched."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    deb = _deb(tmp_path / "r.deb", data=b"not a tar archive\n" * 40, name=name)
+    assert main(["fetch", "austen", "--source", str(deb)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {deb}: its {name} is no readable tar archive (file could not be opened "
+        "successfully); give the r-cran-janeaustenr .deb or an installed R package folder\n"
+    )
+    assert not austen.cache_folder().exists()
+
+
+def _fetched_then(tmp_path, monkeypatch, damage):
+    """The cache after a fetch, one of its files then damaged by ``damage(path)``: that file."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    austen.fetch(_package(tmp_path / "janeaustenr", NOVELS))
+    return damage(austen.cache_folder())
+
+
+def _not_gzip(folder):
+    (folder / "Rdata.rdx").write_bytes(b"garbage\n")
+    return folder / "Rdata.rdx"
+
+
+def _cut(folder):
+    database = folder / "Rdata.rdb"
+    database.write_bytes(database.read_bytes()[:-40])
+    return database
+
+
+@pytest.mark.parametrize(
+    "damage, why",
+    [
+        (_not_gzip, r"Not a gzipped file \(b'ga'\)"),
+        (_cut, r"Error -5 while decompressing data: incomplete or truncated stream"),
+    ],
+    ids=["not-gzip", "truncated"],
+)
+def test_a_damaged_cache_is_named_with_how_to_fix_it(tmp_path, monkeypatch, damage, why):
+    """A cache file that is not gzip gave ``gzip.BadGzipFile``'s traceback, a truncated one an
+    error blamed on ``training.n_tokens``: both name the file and the command that fetches
+    the corpus again, in one line, through the library and the sweep; the file is kept."""
+    damaged = _fetched_then(tmp_path, monkeypatch, damage)
+    kept = damaged.read_bytes()
+    expected = (
+        rf"corpus 'austen' in {re.escape(str(austen.cache_folder()))} cannot be read: "
+        rf"{re.escape(str(damaged))} is no readable "
+        rf"R lazy-load file \({why}\); fetch it again, which replaces it: "
+        r"python -m pipeline\.corpus fetch austen"
+    )
+    with pytest.raises(FileNotFoundError, match=rf"^{expected}$"):
+        documents("austen")
+    register()
+    store = tmp_path / "s.zarr"
+    problem = check_overrides(["kind=training", "training.corpus=austen", f"store={store}"])
+    assert re.fullmatch(rf"training\.corpus: {expected}", problem), problem
+    assert damaged.read_bytes() == kept and not store.exists()

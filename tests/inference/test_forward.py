@@ -122,6 +122,21 @@ def test_bad_arguments():
         predict(hmm, -1)
 
 
+@pytest.mark.parametrize(
+    ("history", "detail"),
+    [(True, "25 bytes a step and sequence, and its beliefs"), (False, "25 ")],
+    ids=["history", "last step"],
+)
+def test_a_prediction_past_the_machines_memory_names_the_horizon(history, detail):
+    """A horizon of 10^12 raised numpy's MemoryError: its memory is checked first."""
+    with pytest.raises(
+        ValueError,
+        match=rf"^horizon=1,000,000,000,000 needs [\d,.]+ TiB of memory \({detail}.*\); "
+        r"allowed: at most this machine's [\d,.]+ [KMGT]iB$",
+    ):
+        predict(build_model("weather", 6), 10**12, history=history)
+
+
 @pytest.mark.parametrize("backend", [lambda h: h, as_sparse], ids=["dense", "sparse"])
 def test_a_batch_equals_its_members(backend):
     hmm = backend(random_hmm(7, 30, 5, zeros=0.3))

@@ -3,6 +3,7 @@ import pytest
 import scipy.sparse as sp
 from scipy import stats
 
+from pipeline import sampling
 from pipeline.inference import Sample, SampleBatch, sample
 from pipeline.models import HMM
 from pipeline.operators import toarray
@@ -62,3 +63,25 @@ def test_bad_arguments():
         sample(hmm, -1, seed=0)
     with pytest.raises(ValueError, match="n_sequences must be an integer >= 1, got 0"):
         sample(hmm, 3, seed=0, n_sequences=0)
+
+
+@pytest.mark.parametrize("horizon, n_sequences", [(10**12, 1), (10**6, 10**6)])
+def test_draws_past_the_machines_memory_are_refused_naming_the_arguments(horizon, n_sequences):
+    """A horizon of 10^12 raised numpy's MemoryError: the draws' memory is checked first."""
+    with pytest.raises(
+        ValueError,
+        match=rf"^horizon={horizon:,} with n_sequences={n_sequences:,} needs 29\.10 TiB of "
+        r"memory \(32 bytes a step and sequence: .*\); allowed: at most this machine's "
+        r"[\d,.]+ [KMGT]iB$",
+    ):
+        sample(random_hmm(2, 5, 3), horizon, seed=0, n_sequences=n_sequences)
+
+
+def test_the_sweeps_sampler_refuses_steps_past_the_machines_memory():
+    """``pipeline.sampling.sample``, the sweep's sampler kept for its draws, the same way."""
+    with pytest.raises(
+        ValueError,
+        match=r"^steps=1,000,000,000,000 needs 14\.55 TiB of memory \(16 bytes a step: the "
+        r"states and the symbols\); allowed: at most this machine's [\d,.]+ [KMGT]iB$",
+    ):
+        sampling.sample(random_hmm(2, 5, 3), 10**12, np.random.default_rng(0))

@@ -11,6 +11,8 @@ from pipeline.inference import filtering
 from pipeline.models import ParameterError
 from pipeline.models import file as file_family
 from pipeline.operators import toarray
+from pipeline.sweep.config import register
+from pipeline.sweep.main import check_overrides
 
 from helpers import random_stochastic
 
@@ -164,3 +166,38 @@ def test_the_containers_validation_reaches_the_user_as_it_is(
     with pytest.raises(ParameterError, match=match) as caught:
         file_family.build(12, path=str(path))
     assert caught.value.parameter == "path" and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_a_low_precision_file_is_read_as_its_float64_cast(arrays, tmp_path, dtype):
+    """Arrays normalised in float32 or float16 were refused through ``experiment=file``
+    ("prior sums to 1.0000000149; it must sum to 1 within 1e-09"): they are read as the
+    float64 model of their rows, each divided by its sum, and the sweep accepts the file."""
+    given = [a.astype(dtype) for a in arrays]
+    given = [a / a.sum(axis=-1, keepdims=True) for a in given]
+    path = tmp_path / "hmm.npz"
+    file_family.save(path, *given)
+    hmm = file_family.build(12, path=str(path))
+    for got, low in zip((hmm.prior, hmm.transition, hmm.emission), given, strict=True):
+        cast = low.astype(np.float64)
+        np.testing.assert_array_equal(got, cast / cast.sum(axis=-1, keepdims=True))
+    register()
+    store = tmp_path / "s.zarr"
+    assert check_overrides(["experiment=file", f"model.file.path={path}", f"store={store}"]) is None
+
+
+def test_a_low_precision_row_off_by_more_than_its_rounding_is_named_with_its_dtype(
+    arrays, tmp_path
+):
+    prior, transition, emission = (a.astype(np.float32) for a in arrays)
+    transition[3] *= np.float32(1.001)
+    path = tmp_path / "hmm.npz"
+    file_family.save(path, prior, transition, emission)
+    register()
+    store = tmp_path / "s.zarr"
+    problem = check_overrides(["experiment=file", f"model.file.path={path}", f"store={store}"])
+    assert problem.startswith(f"model.file.path: {str(path)!r}: transition row 3 sums to 1.001")
+    assert problem.endswith(
+        "; 12 float32 entries must sum to 1 within 4.13e-07 (float32's eps times the square "
+        "root of 12)"
+    )

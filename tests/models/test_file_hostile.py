@@ -10,6 +10,9 @@ dense matrices: never a crash, a hang or a silent NaN.
 
 import os
 import stat
+import struct
+import subprocess
+import sys
 import zipfile
 
 import numpy as np
@@ -270,22 +273,101 @@ def test_a_path_that_is_no_regular_file_is_refused_without_reading(special, tmp_
             call(path=str(path))
 
 
-def test_an_array_declaring_more_than_the_file_holds_is_refused_before_allocating(tmp_path):
-    """A header that declares 2^50 values in a file of a few hundred bytes (a forged or cut
-    archive) is refused from the header, before numpy allocates what it declares."""
-    path = tmp_path / "forged.npz"
+def _forged(path):
+    """A 4-state archive whose transition's header declares 2^50 values (in the header's
+    padding) while the file holds 16: a valid zip, its checksums match."""
     file_family.save(path, np.full(4, 0.25), np.full((4, 4), 0.25), np.full((4, 2), 0.5))
     with zipfile.ZipFile(path) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
     header = b"'shape': (4, 4), }" + b" " * 20
     assert members["transition.npy"].count(header) == 1
-    forged = b"'shape': (1048576, 1073741824), }".ljust(len(header))  # in the header's padding
+    forged = b"'shape': (1048576, 1073741824), }".ljust(len(header))
     members["transition.npy"] = members["transition.npy"].replace(header, forged)
-    with zipfile.ZipFile(path, "w") as archive:  # a valid zip: its checksums match
+    with zipfile.ZipFile(path, "w") as archive:
         for name, data in members.items():
             archive.writestr(name, data)
+    return path
+
+
+def _bad_crc(path):
+    """A 4-state archive with the last byte of the transition's values changed in place, its
+    CRC-32 left as it was."""
+    file_family.save(path, np.full(4, 0.25), np.full((4, 4), 0.25), np.full((4, 2), 0.5))
+    with zipfile.ZipFile(path) as archive:
+        member = archive.getinfo("transition.npy")
+    raw = bytearray(path.read_bytes())
+    at = member.header_offset + 26  # the local header's name and extra-field lengths
+    start = at + 4 + sum(struct.unpack("<HH", raw[at : at + 4]))
+    raw[start + member.compress_size - 1] ^= 0x01
+    path.write_bytes(bytes(raw))
+    return path
+
+
+def _object_dtype(path):
+    """A 4-state archive whose transition is an array of Python objects (pickled)."""
+    np.savez(
+        path,
+        prior=np.full(4, 0.25),
+        transition=np.full((4, 4), 0.25).astype(object),
+        emission=np.full((4, 2), 0.5),
+    )
+    return path
+
+
+HEADERS_READ_FIRST = {
+    "object": (_object_dtype, "transition holds Python objects; allowed: numeric arrays"),
+    "forged": (
+        _forged,
+        "transition declares shape (1048576, 1073741824) of float64 (9,007,199,254,740,992 "
+        "bytes) but holds 128; the archive is truncated or damaged",
+    ),
+    "crc": (
+        _bad_crc,
+        "transition is no readable .npy array (Bad CRC-32 for file 'transition.npy')",
+    ),
+}
+"""Archives whose damage the sweep's memory estimate met first (it reads every header before
+``verify`` reads the values): the maker of each, and what the refusal says about it."""
+
+
+def test_an_array_declaring_more_than_the_file_holds_is_refused_before_allocating(tmp_path):
+    """A header that declares 2^50 values in a file of a few hundred bytes (a forged or cut
+    archive) is refused from the header, before numpy allocates what it declares."""
+    path = _forged(tmp_path / "forged.npz")
     with pytest.raises(ParameterError, match=r"transition declares shape .* the archive is"):
         file_family.build(4, path=str(path))
+
+
+@pytest.mark.parametrize("case", sorted(HEADERS_READ_FIRST))
+def test_damage_the_memory_estimate_reads_first_is_one_line_naming_the_path(case, tmp_path):
+    """An object array, a forged header or a bad CRC in the transition gave a 32-line
+    traceback: the sweep's memory estimate read the headers before ``verify`` named the file.
+    The family's cheap ``check`` reads every header the estimate reads, so the config check
+    names ``model.file.path`` first."""
+    make, why = HEADERS_READ_FIRST[case]
+    path = make(tmp_path / "model.npz")
+    store = tmp_path / "s.zarr"
+    register()
+    problem = check_overrides(["experiment=file", f"model.file.path={path}", f"store={store}"])
+    assert problem == f"model.file.path: {str(path)!r}: {why}"
+    assert not store.exists()
+
+
+def test_damage_the_memory_estimate_reads_first_exits_2_from_the_command_line(tmp_path):
+    """The command line's representative: one line on stderr, exit status 2, no traceback."""
+    path = _bad_crc(tmp_path / "model.npz")
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.sweep", "experiment=file", f"model.file.path={path}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 2, result.stderr
+    assert (
+        result.stderr == f"error: model.file.path: {str(path)!r}: {HEADERS_READ_FIRST['crc'][1]}\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.npz"]
 
 
 def test_a_model_file_replaced_before_a_resume_is_refused(client, tmp_path):

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from pipeline.corpus import read_documents, tokenize, vocabulary
 from pipeline.hmmlm import saved
 from pipeline.hmmlm.parameters import initial
+from pipeline.inference import filtering, smoothing
 from pipeline.models import (
     HMM,
     ParameterError,
@@ -19,6 +20,8 @@ from pipeline.models import (
 )
 from pipeline.models.weather import STATES
 from pipeline.operators import toarray
+
+from helpers import random_stochastic
 
 
 def small_hmm(**overrides):
@@ -53,6 +56,49 @@ class TestHMMValidation:
         small_hmm(transition=[[0.9 + 5e-10, 0.1], [0.2, 0.8]])
         with pytest.raises(ValueError, match="within 1e-09"):
             small_hmm(transition=[[0.9 + 5e-9, 0.1], [0.2, 0.8]])
+
+    @pytest.mark.parametrize(
+        "dtype, sparse", [(np.float32, False), (np.float32, True), (np.float16, False)]
+    )
+    def test_low_precision_is_read_as_its_float64_cast(self, dtype, sparse):
+        """A model normalised in float32 or float16 was refused ("prior sums to 1.0000000149;
+        it must sum to 1 within 1e-09"): it is now the float64 model of its rows, each
+        divided by its sum, and inference on it gives that model's answers."""
+        rng = np.random.default_rng(7)
+        given = [
+            random_stochastic(rng, 1, 40)[0],
+            random_stochastic(rng, 40, 40, zeros=0.3),
+            random_stochastic(rng, 40, 6),
+        ]
+        given = [(a / a.sum(axis=-1, keepdims=True)).astype(dtype) for a in given]
+        given = [a / a.sum(axis=-1, keepdims=True) for a in given]  # normalised in dtype
+        assert max(np.abs(a.sum(axis=-1, dtype=np.float64) - 1).max() for a in given) > 1e-9
+        cast = [
+            a.astype(np.float64) / a.sum(axis=-1, keepdims=True, dtype=np.float64) for a in given
+        ]
+        stored = sp.csr_array if sparse else np.asarray
+        hmm = HMM(given[0], stored(given[1]), given[2])
+        reference = HMM(cast[0], stored(cast[1]), cast[2])
+        for got, expected in zip((hmm.prior, hmm.transition, hmm.emission), cast, strict=True):
+            assert got.dtype == np.float64
+            np.testing.assert_array_equal(toarray(got) if sparse else got, expected)
+        observations = rng.integers(-1, 6, size=30)
+        filtered, smoothed = filtering(hmm, observations), smoothing(hmm, observations)
+        np.testing.assert_array_equal(filtered.beliefs, filtering(reference, observations).beliefs)
+        np.testing.assert_allclose(
+            smoothed.posteriors, smoothing(reference, observations).posteriors, rtol=1e-12
+        )
+        assert smoothed.log_evidence == pytest.approx(filtered.log_evidence, rel=1e-12)
+
+    def test_a_low_precision_row_off_by_more_than_its_rounding_names_the_dtype(self):
+        T = np.array([[0.9, 0.1], [0.2, 0.8]], dtype=np.float32)
+        T[1] *= np.float32(1 + 1e-4)  # 840 times float32's eps
+        with pytest.raises(
+            ValueError,
+            match=r"^transition row 1 sums to 1\.0001\d*; 2 float32 entries must sum to 1 within "
+            r"1\.69e-07 \(float32's eps times the square root of 2\)$",
+        ):
+            HMM(np.full(2, 0.5, np.float32), T, np.eye(2, dtype=np.float32))
 
     @pytest.mark.parametrize("value", [np.nan, np.inf, -0.1])
     def test_bad_entries_name_position(self, value):
@@ -231,6 +277,18 @@ class TestBuildModel:
     def test_bad_n_states(self, n):
         with pytest.raises(ValueError, match="n_states must be an integer >= 2"):
             build_model("uniform", n)
+
+    @pytest.mark.parametrize("family", ["uniform", "dirichlet", "bell", "peaked", "kernel"])
+    def test_a_model_past_the_machines_memory_names_n_states(self, family):
+        """10^12 states raised numpy's MemoryError (uniform: a ValueError naming no argument)."""
+        with pytest.raises(
+            ParameterError,
+            match=r"^n_states=1,000,000,000,000 needs 21\.83 TiB of memory \(24 bytes a state, "
+            r"the least any model takes: .*\); allowed: at most this machine's [\d,.]+ [KMGT]iB$",
+        ) as caught:
+            build_model(family, 10**12)
+        assert caught.value.parameter == "n_states"
+        check_model(family, 10**12)  # the config's check: a sweep's workers may have more
 
     def test_family_parameters(self):
         assert family_parameters("dirichlet") == {"alpha": 0.1, "n_observations": None}

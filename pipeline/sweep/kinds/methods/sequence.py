@@ -95,7 +95,7 @@ def _spans(steps: int, segment: int) -> list[tuple[int, int]]:
 def _exact_posteriors(hmm: HMM, exact, segment: int) -> Iterator[Iterator[tuple]]:
     """For each segment, latest first, the exact posteriors (c, n_states) and the log
     evidence: read from the reference (memory or this machine's disk), else computed here;
-    NaN without an exact run."""
+    None and NaN without an exact run."""
     steps = exact.observations.size
     with spilled.rows_of(exact.beliefs, _spans(steps, segment)) as rows:
         if rows is not None:
@@ -104,7 +104,7 @@ def _exact_posteriors(hmm: HMM, exact, segment: int) -> Iterator[Iterator[tuple]
             parts = smoothing_chunks(hmm, exact.observations, checkpoint=segment)
             yield ((part.posteriors, part.log_evidence) for part in parts)
         else:
-            yield itertools.repeat((np.nan, np.nan))
+            yield itertools.repeat((None, np.nan))
 
 
 def _nothing(**given) -> dict[str, object]:
@@ -144,7 +144,8 @@ def smooth_measures(
                 break
             reference, log_evidence = next(exacts)
             stop = part.start + part.posteriors.shape[0]
-            tv[part.start : stop] = total_variation(reference, part.posteriors)
+            if reference is not None:  # else no exact run: no error to measure
+                tv[part.start : stop] = total_variation(reference, part.posteriors)
             last = part
     return _nothing(
         tv=tv,

@@ -228,7 +228,8 @@ class Accuracy(NamedTuple):
 def _exact_chunks(model: Model, exact: Reference, chunk: int) -> Iterator[Iterator[tuple]]:
     """The exact side of ``_accuracy``: for each chunk of ``chunk`` steps, its beliefs
     (c, n_states) and the log evidence so far, read from the reference's history (in
-    memory or on this machine's disk), else computed here; NaN without an exact run."""
+    memory or on this machine's disk), else computed here; None and NaN without an exact
+    run."""
     steps = exact.observations.size
     spans = [(start, min(start + chunk, steps)) for start in range(0, steps, chunk)]
     with spilled.rows_of(exact.beliefs, spans) as rows:
@@ -238,7 +239,7 @@ def _exact_chunks(model: Model, exact: Reference, chunk: int) -> Iterator[Iterat
             parts = filtering_chunks(model.hmm, exact.observations, chunk=chunk)
             yield ((part.beliefs, part.log_evidence) for part in parts)
         else:
-            yield itertools.repeat((np.nan, np.nan))
+            yield itertools.repeat((None, np.nan))
 
 
 def _accuracy(model: Model, approximation: Approximation, exact: Reference, timing) -> Accuracy:
@@ -260,7 +261,11 @@ def _accuracy(model: Model, approximation: Approximation, exact: Reference, timi
             if part is None:
                 break
             reference, log_evidence = next(exacts)
-            tv.append(total_variation(reference, part.beliefs))
+            tv.append(
+                np.full(len(part.beliefs), np.nan)  # no exact run: no error to measure
+                if reference is None
+                else total_variation(reference, part.beliefs)
+            )
             errors.append(
                 step_errors(
                     approximation.prior_error,
