@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import platform
+import stat
 from pathlib import Path
 
 from pipeline.sweep.config import ConfigError
@@ -62,6 +63,30 @@ def _take(path: Path, flags: int) -> int | None:
     return fd
 
 
+def _not_a_file(path: Path) -> ConfigError:
+    """The error of a lock path that holds something else than a file (not the sweep's to
+    remove: it may be someone's)."""
+    what = "a directory" if path.is_dir() else "not a regular file"
+    return ConfigError(
+        "store",
+        f"{path} is {what}, where the store's lock file belongs; it should be a file: remove "
+        "or rename it, then run the same command again",
+    )
+
+
+def _take_file(path: Path, flags: int) -> int | None:
+    """``_take`` of the lock file ``path``; ``_not_a_file`` where a directory, a device or a
+    FIFO is at its path."""
+    try:
+        fd = _take(path, flags)
+    except IsADirectoryError:
+        raise _not_a_file(path) from None
+    if fd is not None and not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_file(path)
+    return fd
+
+
 def _store_folder(store: Path) -> int | None:
     """The store's folder held (its descriptor), or None if it is no folder; ``ConfigError``
     (the lock line) when another process holds it."""
@@ -88,7 +113,7 @@ def _lock_file(store: Path) -> int | None:
     """The existing lock file held (its descriptor), or None if there is none."""
     path = lock_path(store)
     try:
-        fd = _take(path, os.O_RDWR)
+        fd = _take_file(path, os.O_RDWR)
     except FileNotFoundError:
         return None
     if fd is None:
@@ -109,7 +134,7 @@ class StoreLock:
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = _take(self.path, os.O_RDWR | os.O_CREAT)
+            fd = _take_file(self.path, os.O_RDWR | os.O_CREAT)
             if fd is None:
                 raise ConfigError("store", _locked_line(self.store, self.path))
             # the holder before us may have removed the file after we opened it: lock the

@@ -6,11 +6,13 @@ found by the key that holds it (``SECRET_WORDS``: ``password: ...``, ``api_token
 by how it reads in any string (``SECRET_PATTERNS``, ``looks_like_a_token``): an
 ``export NAME=value``, ``NAME=value`` or ``--name value`` whose name is secret-looking, a
 ``--comment`` directive, the password of a URL, a private key, a token. ``python -m
-pipeline.sweep --cfg`` prints the config redacted the same way (``shown_config``).
+pipeline.sweep --cfg`` prints the config redacted the same way (``shown_config``), and
+Hydra's record of a multirun holds it so (``pipeline.sweep.multirun``).
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import importlib.metadata
 import itertools
@@ -21,14 +23,10 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-from hydra import compose as hydra_compose
-from hydra import initialize_config_dir
-from hydra._internal.utils import get_args_parser
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 
-from pipeline.sweep.config import ConfigError, compose, replaceable
-from pipeline.sweep.config.compose import CONFIG_DIR, VERSION_BASE
+from pipeline.sweep.config import ConfigError, compose
+from pipeline.sweep.config.compose import compose_with_hydra
 
 PACKAGES = (
     "topp-pipeline",
@@ -53,6 +51,8 @@ REDACTED = "<redacted>"
 _WORDS = "|".join(SECRET_WORDS)
 _WORD = r"""(?:"(?:[^"\\]|\\.)*"|'[^']*'|\S+)"""
 """A shell word: double-quoted, single-quoted, or up to the next blank."""
+_ENTRY = r"""(?:"(?:[^"\\]|\\.)*"|'[^']*'|[^,}]+)"""
+"""A flow mapping's value: double-quoted, single-quoted, or up to the next entry or the end."""
 SECRET_PATTERNS = (
     # a PEM private key, to its end
     re.compile(
@@ -72,6 +72,9 @@ SECRET_PATTERNS = (
         rf"(?P<keep>(?:(?<![\w-])--?|\bsetenv[ \t]+)[\w-]*?(?:{_WORDS})[\w-]*[ \t]+)(?!-){_WORD}",
         re.I,
     ),
+    # a secret-looking key of a flow mapping, to the entry's end: an override's
+    # {username: me, password: x} (as Hydra records it, or joined into a folder's name)
+    re.compile(rf"(?P<keep>[{{,][ \t]*[\w-]*?(?:{_WORDS})[\w-]*[ \t]*:[ \t]*){_ENTRY}", re.I),
     # tokens of well-known services: GitHub, Hugging Face, GitLab, OpenAI-style, Slack, AWS,
     # Google, PyPI, npm; JSON web tokens
     re.compile(
@@ -143,37 +146,18 @@ def public_config(cfg) -> str:
     return OmegaConf.to_yaml(redacted(OmegaConf.to_container(cfg, resolve=True)))
 
 
-def _with_hydra(overrides: list[str], job_name: str):
-    """The config with Hydra's own section, as ``--cfg hydra`` and ``--cfg all`` show it."""
-    with initialize_config_dir(
-        config_dir=str(CONFIG_DIR), version_base=VERSION_BASE, job_name=job_name
-    ):
-        cfg = hydra_compose("config", overrides=replaceable(overrides), return_hydra_config=True)
-    HydraConfig.instance().set_config(cfg)  # for ${hydra:...} under --resolve
-    OmegaConf.set_readonly(cfg.hydra, None)
-    return cfg
-
-
-def shown_config(argv: list[str], *, job_name: str) -> str | None:
+def shown_config(args: argparse.Namespace, *, job_name: str) -> str | None:
     """What Hydra's ``--cfg job|hydra|all`` (with ``--package``, ``--resolve``) prints for the
-    command line ``argv``, its secrets redacted as in the store (``redacted``); None when
-    ``argv`` asks for no ``--cfg`` or for something else besides, which Hydra answers.
-    ``job_name``: Hydra's name of the job (the name of the file of its main function).
-    Overrides that do not compose raise ``ConfigError`` in one line.
+    command line ``args`` (Hydra's arguments), its secrets redacted as in the store
+    (``redacted``); None when ``args`` ask for no ``--cfg``, or for Hydra's help, which Hydra
+    answers. ``job_name``: Hydra's name of the job (the name of the file of its main
+    function). Overrides that do not compose raise ``ConfigError`` in one line.
     """
-    args = get_args_parser().parse_args(argv)
-    other = args.help or args.hydra_help or args.run or args.multirun or args.shell_completion
-    if args.cfg is None or other or args.info is not None:
+    if args.cfg is None or args.hydra_help:
         return None
-    if args.config_path or args.config_name or args.config_dir:
-        raise ConfigError(
-            "--cfg",
-            "shows the sweep's own config; allowed with it: overrides, --package, --resolve "
-            "(not --config-path, --config-name or --config-dir)",
-        )
     cfg, _ = compose(args.overrides)  # a one-line error where they do not compose
     if args.cfg != "job":
-        cfg = _with_hydra(args.overrides, job_name)
+        cfg = compose_with_hydra(args.overrides, job_name=job_name)
     if args.resolve:
         OmegaConf.resolve(cfg)
     plain = OmegaConf.to_container(cfg)

@@ -7,6 +7,7 @@ run the command end to end to show what the user sees.
 
 import copy
 import dataclasses
+import os
 import re
 import sys
 import typing
@@ -16,13 +17,16 @@ from omegaconf import ListConfig, OmegaConf
 
 from pipeline.results.kinds import KINDS
 from pipeline.results.methods import SCHEMA
+from pipeline.sweep import run
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.cluster import connect
-from pipeline.sweep.config import CONFIG_DIR, ConfigError, register, sweep_config
+from pipeline.sweep.config import CONFIG_DIR, ConfigError, compose, register, sweep_config
 from pipeline.sweep.config.clusters import load_clusters
+from pipeline.sweep.config.validation import NAME_MARGIN
 from pipeline.sweep.kinds import validate
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
-from pipeline.sweep.main import check_overrides
+from pipeline.sweep.lock import lock_path
+from pipeline.sweep.main import check_overrides, main
 from pipeline.sweep.store import ResultStore
 
 from sweeping import TINY, composed, sweep
@@ -33,7 +37,7 @@ BAD = {
         "grid.methods.topp: p must be in (0, 1], got 1.5",
     ),
     "p_zero": (["grid.methods={topp:[0]}"], "grid.methods.topp: p must be in (0, 1], got 0"),
-    "the_former_shorthand": (["grid.p=[0.5]"], "grid.p: Key 'p' not in 'GridConfig'"),
+    "the_former_shorthand": (["grid.p=[0.5]"], "grid.p: unknown key; allowed: families, n_states"),
     "the_root_as_store": (["store=/"], "store: '/' names no store; allowed: a folder's path"),
     "unknown_method": (
         ["grid.methods={topq:[0.5]}"],
@@ -63,11 +67,34 @@ BAD = {
     ),
     "unknown_parameter": (
         ["model.bell.width=3"],
-        "model.bell.width: Key 'width' not in 'BellParameters'; allowed: structured",
+        "model.bell.width: unknown key; allowed: structured",
     ),
     "unknown_key": (
         ["grid.size=3"],
-        "grid.size: Key 'size' not in 'GridConfig'; allowed: families, n_states, methods",
+        "grid.size: unknown key; allowed: families, n_states, methods",
+    ),
+    "a_typo_of_a_key": (
+        ["grid.seed=[1,2]"],
+        "grid.seed: unknown key; did you mean grid.seeds? allowed: families, n_states, methods",
+    ),
+    "an_added_key": (
+        ["+foo=1"],
+        "foo: unknown key; allowed: kind, grid, model, cluster, timing, store, overwrite",
+    ),
+    "an_added_typo_of_a_key": (
+        ["+grid.seed=[1,2]"],
+        "grid.seed: unknown key; did you mean grid.seeds? allowed: families, n_states, methods",
+    ),
+    "a_key_forced_in": (["++timing.repeat=2"], "timing.repeat: unknown key; did you mean timing"),
+    "an_added_parameter": (
+        ["+model.bell.structure=false"],
+        "model.bell.structure: unknown key; did you mean model.bell.structured? allowed: "
+        "structured",
+    ),
+    "an_added_cluster_key": (
+        ["+cluster.security.kee=x.pem"],
+        "cluster.security.kee: unknown key; did you mean cluster.security.key? allowed: "
+        "temporary, directory, ca_file, cert, key",
     ),
     "no_seeds": (["grid.seeds=[]"], "grid.seeds: must not be empty"),
     "negative_seed": (["grid.seeds=[-1]"], "grid.seeds: -1 is not allowed; allowed: integers >= 0"),
@@ -113,11 +140,11 @@ BAD = {
     ),
     "unknown_cluster_key": (
         ["cluster=slurm", "cluster.partition=gpu"],
-        "cluster.partition: Key 'partition' not in 'JobqueueClusterConfig'; allowed: kind, jobs",
+        "cluster.partition: unknown key; allowed: kind, jobs",
     ),
     "unknown_security_key": (
         ["cluster.security.password=hunter2"],
-        "cluster.security.password: Key 'password' not in 'SecurityConfig'; allowed: temporary",
+        "cluster.security.password: unknown key; allowed: temporary",
     ),
     "walltime_format": (
         ["cluster=slurm", "cluster.walltime=2h"],
@@ -204,6 +231,121 @@ def test_bad_configuration(case):
     message = first_error(*overrides)
     assert message is not None and "\n" not in message
     assert expected in message, message
+
+
+def test_python_refuses_an_unknown_key_as_the_command_line_does():
+    with pytest.raises(ConfigError, match=r"^grid.seed: unknown key; did you mean grid.seeds\?"):
+        run(["experiment=smoke", "+grid.seed=[1,2]"])
+
+
+def test_sections_typed_as_mappings_take_keys_of_their_own():
+    """``+key`` is refused where the schema declares the keys; a mapping's are its own (ssh's
+    connect_options for asyncssh, a parameterisation's most states)."""
+    ssh, _ = compose(["cluster=ssh", "+cluster.connect_options.port=2222"])
+    assert dict(ssh.cluster.connect_options) == {"port": 2222}
+    lm, _ = compose(["experiment=lm_smoke", "+training.max_states.neural=512"])
+    assert lm.training.max_states.neural == 512
+
+
+FLAGS = {
+    "info_with_a_bad_override": (
+        ["--info", "all", "experiment=nope"],
+        "experiment=nope: no such experiment; allowed: coupled",
+    ),
+    "info_after_a_bad_override": (
+        ["experiment=smoke", "grid.horizon=abc", "--info"],
+        "grid.horizon: Value 'abc' of type 'str' could not be converted to Integer",
+    ),
+    "info_with_an_added_key": (["--info", "config", "+foo=1"], "foo: unknown key; allowed: kind"),
+    "info_taking_an_override_for_its_choice": (
+        ["--info", "experiment=smoke"],
+        "--info/-i: invalid choice: 'experiment=smoke' (choose from 'all', 'config'",
+    ),
+    "hydra_help_with_a_bad_override": (
+        ["--hydra-help", "experiment=nope"],
+        "experiment=nope: no such experiment",
+    ),
+    "cfg_with_a_bad_override": (["--cfg", "job", "+grid.seed=[1]"], "grid.seed: unknown key"),
+    "multirun_with_a_bad_override": (
+        ["-m", "experiment=nope"],
+        "experiment=nope: no such experiment",
+    ),
+    "multirun_with_a_bad_value_in_a_sweep": (
+        ["-m", "experiment=smoke", "grid.horizon=3,0"],
+        "grid.horizon: 0 is not allowed; allowed: integers >= 1",
+    ),
+    "multirun_with_a_sweep_it_cannot_make": (
+        ["-m", "experiment=smoke", "grid.horizon=interval(1,2)"],
+        "BasicSweeper does not support sweep type : INTERVAL_SWEEP",
+    ),
+    "run_with_a_bad_override": (["--run", "experiment=nope"], "experiment=nope: no such"),
+    "two_commands": (
+        ["-m", "--cfg", "job"],
+        "--multirun --cfg: one at a time; allowed: one of --run, --multirun, --cfg, --info",
+    ),
+    "resolve_without_cfg": (["--resolve"], "--resolve: shapes what --cfg shows; allowed: with"),
+    "package_without_cfg": (["--package", "grid"], "--package: shapes what --cfg shows"),
+    "shell_completion": (
+        ["--shell-completion", "install=bash"],
+        "--shell-completion: Hydra's completion does not reach python -m pipeline.sweep",
+    ),
+    "experimental_rerun": (
+        ["--experimental-rerun", "config.pickle"],
+        "--experimental-rerun: reads the .hydra/ folder a sweep does not write",
+    ),
+    "another_config": (
+        ["--config-name", "mine"],
+        "--config-name: the sweep composes its own config (pipeline/conf); allowed: configs of "
+        "your own in conf/ here or in $PIPELINE_CONFIG_DIR",
+    ),
+    "an_unknown_flag": (["--dry-run"], "--dry-run: is not a flag of Hydra's"),
+}
+"""Hydra's flags with a bad override, or as the sweep does not take them: (argv, message)."""
+
+
+@pytest.mark.parametrize("case", sorted(FLAGS))
+def test_hydras_flags_refuse_in_one_line_with_exit_status_2(case, monkeypatch, capsys, tmp_path):
+    argv, expected = FLAGS[case]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["pipeline.sweep", *argv])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2 and out == ""
+    (line,) = err.splitlines()
+    assert line.startswith("error: ") and expected in line, line
+    assert list(tmp_path.iterdir()) == []  # not even Hydra's log folder
+
+
+def test_a_store_name_too_long_for_the_file_system_is_refused_naming_its_limit(tmp_path):
+    """The store's name leaves room for the names the sweep makes beside it; each folder to
+    be made must fit a name. A name just short enough is taken, and what the sweep names
+    after it fits."""
+    longest = os.pathconf(tmp_path, "PC_NAME_MAX")
+
+    def problem(store: str) -> str | None:
+        register()
+        return check_overrides(["experiment=smoke", f"store={tmp_path}/{store}"])
+
+    fits = "x" * (longest - NAME_MARGIN - 5) + ".zarr"
+    assert problem("x" * 300 + ".zarr") == (
+        f"store: the store's name 'xxxxxxxxxxxxxxxxxxxxx...' is 305 bytes long; the file "
+        f"system of {tmp_path} allows {longest} in a name, and the sweep names what it makes "
+        f"beside the store after it with up to {NAME_MARGIN} more (.<name>.<pid>.creating, "
+        f"<name>.lock); allowed: a name of at most {longest - NAME_MARGIN} bytes"
+    )
+    assert f"is {len(fits) + 1} bytes long" in problem("x" + fits)
+    assert problem(f"{'y' * 300}/{fits}") == (
+        f"store: the folder name 'yyyyyyyyyyyyyyyyyyyyy...' is 300 bytes long; the file system "
+        f"of {tmp_path} allows {longest} in a name; allowed: a name of at most {longest} bytes"
+    )
+    deep = "/".join(["z" * 200] * 21)  # each name fits, the path does not
+    most = os.pathconf(tmp_path, "PC_PATH_MAX")
+    assert f"; the file system of {tmp_path} allows {most} in a path" in problem(f"{deep}/{fits}")
+    assert list(tmp_path.iterdir()) == []
+    assert problem(fits) is None
+    lock_path(tmp_path / fits).touch()
+    (tmp_path / f".{fits}.4194304.discarded").mkdir()  # the longest name made beside a store
 
 
 def _ranged(schema: type, prefix: str = ""):

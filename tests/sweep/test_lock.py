@@ -118,3 +118,21 @@ def test_a_lock_file_deleted_mid_run_admits_no_second_writer(tmp_path):
     assert lock_path(store).read_text() == stranger  # not the holder's to remove
     with StoreLock(store):  # free again once its holder is done
         assert str(os.getpid()) in lock_path(store).read_text()
+
+
+def test_a_directory_where_the_lock_file_belongs_is_named_in_one_line_and_kept(tmp_path):
+    """Not the sweep's to remove: the check before the sweep and the lock itself refuse it,
+    naming the path and what to do."""
+    store = tmp_path / "r.zarr"
+    lock_path(store).mkdir()
+    (lock_path(store) / "someones.txt").write_text("kept")
+    expected = (
+        f"store: {lock_path(store)} is a directory, where the store's lock file belongs; it "
+        "should be a file: remove or rename it, then run the same command again"
+    )
+    with pytest.raises(ConfigError) as checked:
+        check_unlocked(store)
+    with pytest.raises(ConfigError) as taken:
+        StoreLock(store).acquire()
+    assert str(checked.value) == str(taken.value) == expected
+    assert (lock_path(store) / "someones.txt").read_text() == "kept"

@@ -11,8 +11,10 @@ from omegaconf import OmegaConf
 
 from pipeline.sweep.config import CONFIG_DIR, compose, register
 from pipeline.sweep.config.clusters import load_clusters
+from pipeline.sweep.config.compose import compose_with_hydra
 from pipeline.sweep.main import main
-from pipeline.sweep.provenance import REDACTED, public_config, redacted
+from pipeline.sweep.multirun import RECORD, SecretFreeRecord
+from pipeline.sweep.provenance import REDACTED, public_config, redacted, redacted_text
 
 GITHUB = "ghp_R4nd0mLooking1234567890abcdefGHIJ"
 HUGGING_FACE = "hf_QwErTyUiOpAsDfGhJkLzXcVbNm12345678"
@@ -261,3 +263,58 @@ def test_cfg_package_selects_after_redacting(cluster_file, monkeypatch, capsys):
     assert out.startswith("# @package cluster\n") and "--comment=<redacted>" in out
     argv = ["--cfg", "job", "--package", "cluster.account", "cluster=slurm"]
     assert shown(monkeypatch, capsys, folder, *argv) == f"{REDACTED}\n"
+
+
+def test_a_secret_key_of_a_flow_mapping_is_redacted_in_any_string():
+    """An override's mapping as Hydra records it (``hydra.overrides.task``) and as it joins
+    the overrides into ``hydra.job.override_dirname``."""
+    cases = {
+        "cluster.connect_options={username: me, password: hunter2}": (
+            "cluster.connect_options={username: me, password: <redacted>}"
+        ),
+        "cluster.connect_options={username:me,passphrase:'two words'},experiment=smoke": (
+            "cluster.connect_options={username:me,passphrase:<redacted>},experiment=smoke"
+        ),
+        "grid.methods={topp:[0.5,0.9],topk:[3]}": "grid.methods={topp:[0.5,0.9],topk:[3]}",
+    }
+    for written, shown in cases.items():
+        assert redacted_text(written) == shown
+
+
+def test_the_multirun_record_holds_the_config_redacted(tmp_path):
+    """What Hydra's basic sweeper saves between the start of the multirun and of its first
+    job goes nowhere; the record left in its place is the config redacted (an ssh password
+    given on the command line: in the config and in the overrides Hydra records)."""
+    password = "hunter2-0021"
+    overrides = ["cluster=ssh", f"+cluster.connect_options.password={password}"]
+    config = compose_with_hydra([*overrides, f"hydra.sweep.dir={tmp_path}"], job_name="main")
+    record = SecretFreeRecord()
+    record.on_multirun_start(config)
+    OmegaConf.save(config, tmp_path / RECORD)  # as Hydra's basic sweeper saves it
+    assert (tmp_path / RECORD).is_symlink()
+    record.on_job_start(config)
+    saved = (tmp_path / RECORD).read_text()
+    assert password not in saved and not (tmp_path / RECORD).is_symlink()
+    assert "password: <redacted>" in saved  # the config
+    assert "+cluster.connect_options.password=<redacted>" in saved  # the overrides
+    assert [path.name for path in tmp_path.iterdir()] == [RECORD]
+
+
+def test_a_multirun_without_secrets_keeps_hydras_record(tmp_path):
+    config = compose_with_hydra([f"hydra.sweep.dir={tmp_path}"], job_name="main")
+    SecretFreeRecord().on_multirun_start(config)
+    assert list(tmp_path.iterdir()) == []  # Hydra's sweeper writes it as it is
+
+
+def test_a_multirun_whose_record_cannot_be_kept_free_of_secrets_stops(tmp_path, capsys):
+    """Hydra makes a callback's exception a warning and saves the record all the same: the
+    callback stops the multirun itself, in one line, before the sweeper writes."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    overrides = ["cluster=ssh", "+cluster.connect_options.password=hunter2-0023"]
+    config = compose_with_hydra([*overrides, f"hydra.sweep.dir={blocker}/m"], job_name="main")
+    with pytest.raises(SystemExit) as exited:
+        SecretFreeRecord().on_multirun_start(config)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert exited.value.code == 2
+    assert line.startswith(f"error: {blocker}/m/{RECORD}: cannot keep the secrets of the config")

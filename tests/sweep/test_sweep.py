@@ -215,6 +215,29 @@ def test_hydra_multirun_gives_each_job_its_own_store(tmp_path):
     assert [xr.open_zarr(s).sizes["t"] for s in stores] == [4, 5]
 
 
+def test_no_file_of_a_multirun_holds_a_secret_of_its_command_line(tmp_path):
+    """Hydra's record of the multirun (multirun.yaml), the job's log and store: none holds a
+    token given for the jobs' environment; the job runs with its methods replaced, as a run's
+    are."""
+    token = "Zq9xW2vR7tLm4Kp8-0022"
+    grid = ["grid.families=[bell]", "grid.n_states=[20]", "grid.seeds=[0]", "grid.modes=[predict]"]
+    result = sweep(
+        "-m",
+        *TINY,
+        *grid,
+        "grid.methods={topp:[0.5]}",
+        f"+hydra.job.env_set.API_TOKEN={token}",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    files = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert len(files) > 10 and not [p for p in files if token.encode() in p.read_bytes()]
+    (record,) = tmp_path.glob("outputs/multirun/*/multirun.yaml")
+    assert not record.is_symlink() and "API_TOKEN: <redacted>" in record.read_text()
+    (store,) = tmp_path.glob("outputs/multirun/*/0/results.zarr")
+    assert list(xr.open_zarr(store).method.values) == ["topp"]
+
+
 def test_fine_grained_graph_equals_fused_tasks(smoke, client, tmp_path):
     """Small models run fused by default; one task per piece of work must give the same."""
     fine = run(

@@ -3,22 +3,25 @@ what they name, and composition (the command line's, or Python's) with one-line 
 
 from __future__ import annotations
 
-import dataclasses
 import os
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import FAMILIES
 from pipeline.sweep.config.clusters import load_clusters
 from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
-from pipeline.sweep.config.validation import ConfigError
+from pipeline.sweep.config.validation import ConfigError, check_keys, unknown_key
 
 VERSION_BASE = "1.3"
 
@@ -72,7 +75,9 @@ def replaceable(overrides: list[str]) -> list[str]:
     them). Hydra merges an override into the node it replaces: ``grid.methods={topk: [5]}``
     would add top-k to the experiment's methods, and OmegaConf cannot merge a
     mapping into a list (``grid.n_states``). Setting the node to null first
-    replaces it.
+    replaces it; the null is spelled ``++key=null``, a key of its own to Hydra's basic
+    sweeper, which keeps one override per key and would drop a ``key=null`` before
+    ``key=...`` from every job of a multirun.
     """
     keys = {override.partition("=")[0] for override in overrides}
     plugins = {f"model.{family}" for family in FAMILIES.names() if family not in BUILTIN_FAMILIES}
@@ -80,7 +85,7 @@ def replaceable(overrides: list[str]) -> list[str]:
     for override in overrides:
         key, _, value = override.partition("=")
         if value != "null" and key in REPLACED:
-            out.append(f"{key}=null")
+            out.append(f"++{key}=null")
         if key.rpartition(".")[0] in plugins:  # a plug-in's parameter: added, or replaced
             override = f"++{override}"
         out.append(override)
@@ -88,14 +93,6 @@ def replaceable(overrides: list[str]) -> list[str]:
     if folders and "hydra.searchpath" not in keys:
         out.append(f"hydra.searchpath=[{','.join(f'file://{f}' for f in folders)}]")
     return out
-
-
-def _allowed_keys(error: OmegaConfBaseException) -> str:
-    """The keys the schema allows where ``error`` found an unknown one."""
-    schema = getattr(error, "object_type", None)
-    if dataclasses.is_dataclass(schema):
-        return "; allowed: " + ", ".join(f.name for f in dataclasses.fields(schema))
-    return ""
 
 
 def _composition_error(error: Exception) -> str:
@@ -112,9 +109,10 @@ def _composition_error(error: Exception) -> str:
     cause = error.__cause__
     if isinstance(cause, OmegaConfBaseException):
         key = getattr(cause, "full_key", None) or "config"
-        detail = str(cause).strip().splitlines()[0]
-        unknown = isinstance(cause, ConfigKeyError | ConfigAttributeError)
-        return f"{key}: {detail}{_allowed_keys(cause) if unknown else ''}"
+        schema = getattr(cause, "object_type", None)
+        if isinstance(cause, ConfigKeyError | ConfigAttributeError) and is_dataclass(schema):
+            return str(unknown_key(key, [item.name for item in fields(schema)]))
+        return f"{key}: {str(cause).strip().splitlines()[0]}"
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     if not lines:
         return f"the overrides do not compose ({type(error).__name__})"
@@ -145,7 +143,8 @@ def compose(
     """The config ``python -m pipeline.sweep <overrides>`` runs, composed by Hydra's compose
     API from ``pipeline/conf`` with the same replacements (``replaceable``), and the experiment's
     name (a store's default path holds it); ``OverrideError`` (one line) where the
-    overrides do not compose. ``clusters``: the ``cluster`` group's options (default
+    overrides do not compose, ``ConfigError`` where they add a key the schema does not
+    declare (``check_keys``). ``clusters``: the ``cluster`` group's options (default
     ``dask_cluster.yaml``'s).
     """
     register(clusters)
@@ -164,4 +163,30 @@ def compose(
     experiment = cfg.hydra.runtime.choices["experiment"]
     with open_dict(cfg):
         cfg.pop("hydra")
+    check_keys(cfg)
     return cfg, experiment
+
+
+def compose_with_hydra(overrides: list[str], *, job_name: str) -> DictConfig:
+    """The config of ``overrides`` with Hydra's own section, as ``--cfg hydra`` and ``--cfg
+    all`` show it (``job_name``: Hydra's name of the job); ``${hydra:...}`` resolves in it.
+    For overrides ``compose`` has composed."""
+    with initialize_config_dir(
+        config_dir=str(CONFIG_DIR), version_base=VERSION_BASE, job_name=job_name
+    ):
+        cfg = hydra_compose("config", overrides=replaceable(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)  # for ${hydra:...}
+    OmegaConf.set_readonly(cfg.hydra, None)
+    return cfg
+
+
+def sweep_jobs(overrides: list[str]) -> list[list[str]]:
+    """The overrides of each job of a multirun of ``overrides``: every combination of their
+    swept values (``a=1,2 b=3,4``: four jobs), as Hydra's basic sweeper makes them;
+    ``OverrideError`` (one line) for an override it cannot sweep."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+        (jobs,) = BasicSweeper.split_arguments(parsed, max_batch_size=None)
+    except HydraException as error:
+        raise OverrideError(_composition_error(error)) from None
+    return jobs

@@ -1,16 +1,19 @@
-"""What every sweep's config shares: ``ConfigError``, the checks its keys go through (the
-numbers' ranges declared on the schema's fields, ``ranged``, and checked by one validator,
-``check_ranges``), and the check of the store's path."""
+"""What every sweep's config shares: ``ConfigError``, the checks its keys go through (every
+key declared by the schema, ``check_keys``; the numbers' ranges declared on the schema's
+fields, ``ranged``, and checked by one validator, ``check_ranges``), and the check of the
+store's path."""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import os
 import tempfile
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omegaconf import ListConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 
 class ConfigError(ValueError):
@@ -19,6 +22,33 @@ class ConfigError(ValueError):
     def __init__(self, key: str, message: str):
         super().__init__(f"{key}: {message}")
         self.key = key
+
+
+def unknown_key(key: str, allowed: list[str]) -> ConfigError:
+    """The error of ``key`` (dotted), which its section does not declare: every key it
+    allows, and the closest of them (``difflib``) where one is close, as a typo's fix."""
+    section, _, name = key.rpartition(".")
+    close = difflib.get_close_matches(name, allowed, n=1)
+    fix = f"did you mean {section + '.' if section else ''}{close[0]}? " if close else ""
+    return ConfigError(key, f"unknown key; {fix}allowed: {', '.join(allowed)}")
+
+
+def check_keys(node: DictConfig, prefix: str = "") -> None:
+    """Raise ``unknown_key`` at the first key of a composed config (its keys named ``prefix``
+    + key) that its schema does not declare: Hydra adds a ``+key`` (or ``++key``) to any
+    section. A section typed by a dataclass allows its fields; one typed as a mapping takes
+    any key (a plug-in family's parameters ``model.<family>``, ssh's
+    ``cluster.connect_options``, ``coupled.relational``), as do the values of keys typed
+    ``Any`` (``grid.methods``, ``grid.n_states``), which their kind checks."""
+    schema = OmegaConf.get_type(node)
+    if dataclasses.is_dataclass(schema):
+        allowed = [item.name for item in dataclasses.fields(schema)]
+        for name in node:
+            if name not in allowed:
+                raise unknown_key(f"{prefix}{name}", allowed)
+    for name, value in node.items_ex(resolve=False):
+        if isinstance(value, DictConfig) and OmegaConf.get_type(value) is not None:
+            check_keys(value, f"{prefix}{name}.")  # null: the section of a kind not chosen
 
 
 INT64 = (-(2**63), 2**63 - 1)
@@ -138,20 +168,63 @@ def _probe(folder: Path) -> str | None:
     return None
 
 
+NAME_MARGIN = 30
+"""Bytes a store's name must leave free in a file name: the sweep names what it makes beside
+the store after it, ``.<name>.<pid>.creating`` (``.replaced``, ``.discarded``: up to 19 more
+with a 7-digit PID) and ``<name>.lock`` (5 more), and this leaves room to spare."""
+
+
+def _shortened(name: str, width: int = 24) -> str:
+    return name if len(name) <= width else f"{name[: width - 3]}..."
+
+
+def _check_lengths(path: Path, parent: Path) -> None:
+    """Raise ``ConfigError`` unless the file system of ``parent``, the nearest existing folder
+    of ``path``, takes the names of the folders to be made down to the store and the store's
+    own with ``NAME_MARGIN`` bytes to spare, and the whole path with as many."""
+    longest = os.pathconf(parent, "PC_NAME_MAX")
+    *folders, name = path.relative_to(parent).parts
+    for folder in folders:
+        if len(os.fsencode(folder)) > longest:
+            raise ConfigError(
+                "store",
+                f"the folder name {_shortened(folder)!r} is {len(os.fsencode(folder))} bytes "
+                f"long; the file system of {parent} allows {longest} in a name; allowed: a "
+                f"name of at most {longest} bytes",
+            )
+    if len(os.fsencode(name)) + NAME_MARGIN > longest:
+        raise ConfigError(
+            "store",
+            f"the store's name {_shortened(name)!r} is {len(os.fsencode(name))} bytes long; the "
+            f"file system of {parent} allows {longest} in a name, and the sweep names what it "
+            f"makes beside the store after it with up to {NAME_MARGIN} more (.<name>.<pid>."
+            f"creating, <name>.lock); allowed: a name of at most {longest - NAME_MARGIN} bytes",
+        )
+    whole, most = len(os.fsencode(os.path.abspath(path))), os.pathconf(parent, "PC_PATH_MAX")
+    if whole + NAME_MARGIN > most:
+        raise ConfigError(
+            "store",
+            f"its path is {whole} bytes long; the file system of {parent} allows {most} in a "
+            f"path, and the sweep needs {NAME_MARGIN} more; allowed: a shorter path",
+        )
+
+
 def check_writable(path: Path) -> None:
-    """Raise ``ConfigError`` unless a store can be created or updated at ``path``: a file is
-    created and removed where the store and its lock go (not ``os.access``, which a
-    read-only or virtual file system answers wrongly)."""
+    """Raise ``ConfigError`` unless a store can be created or updated at ``path``: its names
+    fit the file system (``_check_lengths``), and a file is created and removed where the
+    store and its lock go (not ``os.access``, which a read-only or virtual file system
+    answers wrongly)."""
     path = Path(path)
     if not path.name or path.name in (".", ".."):
         raise ConfigError(
             "store", f"{str(path)!r} names no store; allowed: a folder's path, e.g. outputs/x.zarr"
         )
     parent = path.parent
-    while not parent.exists():
+    while not os.path.exists(parent):  # False for a name too long, which Path.exists raises
         parent = parent.parent
     if not parent.is_dir():
         raise ConfigError("store", f"cannot create {path}: {parent} is not a directory")
+    _check_lengths(path, parent)
     for folder in (parent, path) if path.is_dir() else (parent,):
         why = _probe(folder)
         if why:
