@@ -18,7 +18,14 @@ from pipeline.sweep.backends.address import AddressClusterConfig
 from pipeline.sweep.backends.jobqueue import JobqueueClusterConfig
 from pipeline.sweep.backends.local import LocalClusterConfig
 from pipeline.sweep.backends.ssh import SSHClusterConfig
-from pipeline.sweep.cluster import WorkerWatch, connect, dashboard_link, tls
+from pipeline.sweep.cluster import (
+    WorkerWatch,
+    connect,
+    dashboard_link,
+    memory_resource,
+    tls,
+    worker_memory,
+)
 from pipeline.sweep.config import ConfigError
 
 JOB = JobqueueClusterConfig(
@@ -119,6 +126,24 @@ def test_a_local_cluster_listens_on_loopback_and_links_its_real_dashboard():
         assert link.startswith("http://127.0.0.1:") and not link.startswith("http://127.0.0.1:0/")
         with urllib.request.urlopen(link, timeout=10) as response:
             assert response.status == 200
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [{"n_workers": 1, "threads_per_worker": None}, {"n_workers": None, "threads_per_worker": None}],
+    ids=["one_worker_every_core", "distributeds_split"],
+)
+def test_the_memory_the_sweep_expects_is_what_each_local_worker_gets(layout):
+    """The memory check before a cluster starts and the ``MEMORY`` resource read a worker's
+    limit from the entry (threads per worker as ``LocalCluster`` shares out the cores)."""
+    cfg = OmegaConf.structured(LocalClusterConfig(dashboard_address=":0", **layout))
+    expected = worker_memory(cfg)
+    with connect(cfg) as client:
+        started = len(client.cluster.worker_spec)
+        kit.wait_until(lambda: len(client.nthreads()) == started, 60, "every worker")
+        workers = client.scheduler_info()["workers"].values()
+        assert {w["memory_limit"] for w in workers} == {expected}
+        assert memory_resource(client) == expected
 
 
 def tls_exchange(address: str, ca_file: str, cert: str | None = None) -> bytes:

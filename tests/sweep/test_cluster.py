@@ -1,7 +1,9 @@
 """Safe cluster defaults, in this process: TLS wherever the scheduler listens beyond loopback,
 its temporary certificates outside the working directory and gone at exit (a SIGTERM
-included), and a ``cluster.address`` that does not answer as a Dask scheduler stopping the
-sweep within its timeout, before the store is written. Real TLS clusters: ``tests/clusters``.
+included), a ``cluster.address`` that does not answer as a Dask scheduler stopping the
+sweep within its timeout, before the store is written, worker counts and memory limits
+bounded before any cluster starts, and asyncssh's free ``connect_options``. Real TLS
+clusters: ``tests/clusters``.
 """
 
 import contextlib
@@ -16,15 +18,21 @@ from pathlib import Path
 
 import dask
 import pytest
-from distributed import Security
+import yaml
+from dask.system import CPU_COUNT
+from dask.utils import format_bytes
+from distributed import Security, system
 from omegaconf import OmegaConf
 
 from pipeline.sweep.backends.address import ANSWER_GRACE
+from pipeline.sweep.backends.base import plain
+from pipeline.sweep.backends.local import MEMORY_LIMITS, MIN_WORKER_MEMORY
 from pipeline.sweep.cluster import tls
-from pipeline.sweep.config import CONFIG_DIR, ConfigError
+from pipeline.sweep.config import CONFIG_DIR, ConfigError, compose, register
 from pipeline.sweep.config.clusters import load_clusters, temporary_tls
 from pipeline.sweep.engine import sweep
-from pipeline.sweep.main import _stop
+from pipeline.sweep.main import _stop, check_overrides
+from pipeline.sweep.provenance import REDACTED, public_config
 
 from sweeping import composed
 
@@ -183,3 +191,105 @@ def test_an_address_that_accepts_but_does_not_answer_stops_within_its_timeout(tm
         "scheduler within 1 s; allowed: a Dask scheduler's address (`dask scheduler` prints it)"
     )
     assert 1 <= waited < 1 + ANSWER_GRACE + 2, waited
+
+
+def _refusal(*overrides: str, store: Path) -> str:
+    """The one line ``python -m pipeline.sweep experiment=smoke <overrides>`` stops with,
+    within seconds and before any cluster starts or the store is made."""
+    register()
+    started = time.monotonic()
+    problem = check_overrides(["experiment=smoke", f"store={store}", *overrides])
+    assert time.monotonic() - started < 10
+    assert problem is not None and "\n" not in problem
+    assert not store.exists()
+    return problem
+
+
+HALF = system.MEMORY_LIMIT // 2
+"""Each of two single-threaded workers' memory at ``memory_limit=auto`` on two cores."""
+LIMITS = {
+    "memory_not_a_size": (
+        ["cluster.memory_limit=abc"],
+        f"cluster.memory_limit: 'abc' is not allowed; allowed: {MEMORY_LIMITS}",
+    ),
+    "memory_too_small": (
+        ["cluster.memory_limit=1MB"],
+        "cluster.memory_limit: '1MB' gives each worker 0.95 MiB, too little for a worker to "
+        f"run; allowed: {MEMORY_LIMITS}",
+    ),
+    "memory_negative": (
+        ["cluster.memory_limit=-1GiB"],
+        "cluster.memory_limit: '-1GiB' gives each worker -1073741824 B, too little",
+    ),
+    "memory_just_below_the_least": (
+        [f"cluster.memory_limit={MIN_WORKER_MEMORY - 1}"],
+        f"cluster.memory_limit: '{MIN_WORKER_MEMORY - 1}' gives each worker ",
+    ),
+    "workers_past_the_cores": (
+        ["cluster.n_workers=1000"],
+        f"cluster.n_workers: 1000 is not allowed; allowed: integers in [1, {CPU_COUNT}] or "
+        f"null: this machine has {CPU_COUNT} cores and {format_bytes(system.MEMORY_LIMIT)}, and "
+        "each worker takes a core and ",
+    ),
+    "workers_past_the_memory": (
+        ["cluster.n_workers=2", "cluster.threads_per_worker=1", "cluster.memory_limit=0.6"],
+        "cluster.n_workers: 2 is not allowed; allowed: integers in [1, 1] or null: this "
+        f"machine has {CPU_COUNT} cores and {format_bytes(system.MEMORY_LIMIT)}, and each "
+        f"worker takes a core and {format_bytes(int(0.6 * system.MEMORY_LIMIT))} "
+        "(cluster.memory_limit=0.6)",
+    ),
+    "slurm_jobs": (
+        ["cluster=slurm", "cluster.jobs=4000"],
+        "cluster.jobs: 4000 is not allowed; allowed: integers in [1, 1000]",
+    ),
+    "pbs_jobs": (
+        ["cluster=pbs", "cluster.jobs=1001"],
+        "cluster.jobs: 1001 is not allowed; allowed: integers in [1, 1000]",
+    ),
+    "ssh_workers_per_host": (
+        ["cluster=ssh", "cluster.workers_per_host=1000"],
+        "cluster.workers_per_host: 1000 is not allowed; allowed: integers in [1, 512]",
+    ),
+}
+"""Overrides -> the start of the one line that refuses them."""
+
+
+@pytest.mark.parametrize("case", sorted(LIMITS))
+def test_worker_counts_and_memory_limits_are_bounded_before_any_cluster_starts(case, tmp_path):
+    overrides, line = LIMITS[case]
+    problem = _refusal(*overrides, store=tmp_path / "s.zarr")
+    assert problem.startswith(line), problem
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        [f"cluster.n_workers={CPU_COUNT}"],  # the bound itself
+        [f"cluster.memory_limit={MIN_WORKER_MEMORY}", "cluster.n_workers=1"],
+        ["cluster.memory_limit=0"],  # no limit
+        ["cluster=machine", "cluster.memory_limit=1.0"],  # the whole machine
+        ["cluster=slurm", "cluster.jobs=1000"],
+    ],
+    ids=["workers_one_per_core", "memory_the_least", "memory_none", "memory_all", "jobs_most"],
+)
+def test_the_bounds_themselves_are_allowed(overrides, tmp_path):
+    register()
+    assert check_overrides(["experiment=smoke", f"store={tmp_path / 's.zarr'}", *overrides]) is None
+
+
+def test_ssh_connect_options_take_any_key_of_asyncssh_and_keep_the_password_out(tmp_path):
+    """The documented form composes (asyncssh's options are a free mapping), every other key
+    of the entry stays checked, and the stored config redacts the password."""
+    register()
+    ssh = ["experiment=smoke", "cluster=ssh", f"store={tmp_path / 's.zarr'}"]
+    options = "cluster.connect_options={username: me, password: hunter2, port: 2222}"
+    cfg, _ = compose([*ssh, options])
+    passed = plain(cfg.cluster.connect_options)  # what SSHCluster is given
+    assert passed == {"username": "me", "password": "hunter2", "port": 2222}
+    assert type(passed) is dict
+    assert check_overrides([*ssh, options]) is None  # composes and validates
+    stored = yaml.safe_load(public_config(cfg))["cluster"]["connect_options"]
+    assert stored == {"username": "me", "password": REDACTED, "port": 2222}
+    cfg, _ = compose([*ssh, "cluster.connect_options.known_hosts=null"])
+    assert plain(cfg.cluster.connect_options) == {"known_hosts": None}
+    assert check_overrides([*ssh, "cluster.username=me"]).startswith("cluster.username: ")

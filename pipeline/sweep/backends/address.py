@@ -13,7 +13,7 @@ from distributed import Client, Security
 from distributed.comm import connect as comm_connect
 
 from pipeline.sweep.backends.base import Backend, SecurityConfig, first_worker
-from pipeline.sweep.config.validation import ConfigError
+from pipeline.sweep.config.validation import ConfigError, ranged
 
 ANSWER_GRACE = 0.5
 """Seconds beyond ``cluster.timeout`` that something which accepted the connection at a
@@ -28,11 +28,11 @@ class AddressClusterConfig:
     """The cluster kind (``address``)."""
     address: str = "tcp://127.0.0.1:8786"
     """The scheduler's address (``tls://...`` with ``security.ca_file`` and ``cert``)."""
-    timeout: float = 5.0
+    timeout: float = ranged(5.0, least=0, above=True)
     """Seconds to wait for the scheduler's answer before giving up."""
     security: SecurityConfig = field(default_factory=SecurityConfig)
     """TLS with certificate files of the scheduler's authority (``SecurityConfig``)."""
-    wait_for_workers: float = 60.0
+    wait_for_workers: float = ranged(60.0, least=0, above=True)
     """Seconds the sweep waits while no worker is connected before it stops."""
 
 
@@ -61,7 +61,6 @@ def _answers(address: str, timeout: float, security: Security | None) -> bool:
 class Address(Backend):
     kind = "address"
     schema = AddressClusterConfig
-    positive = ("timeout",)
     starts_scheduler = False
 
     def validate(self, entry, tls: bool) -> None:

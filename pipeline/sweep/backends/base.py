@@ -132,20 +132,19 @@ def _kept(cluster, resize: Callable[[], object]) -> Iterator[None]:
 
 class Backend:
     """A cluster kind: ``kind`` (the entries' ``kind`` key), ``schema`` (the dataclass of an
-    entry's keys), ``positive`` (keys that must be > 0), ``starts_scheduler`` (false for a
-    scheduler the sweep connects to), ``shares_terminal`` (its workers write to the sweep's
-    terminal: a local cluster's), and what differs from kind to kind: ``validate``,
-    ``worker_memory`` and ``start`` (or ``client`` as a whole)."""
+    entry's keys, its numbers' ranges declared on its fields: ``validation.ranged``),
+    ``starts_scheduler`` (false for a scheduler the sweep connects to), ``shares_terminal``
+    (its workers write to the sweep's terminal: a local cluster's), and what differs from
+    kind to kind: ``validate``, ``worker_memory`` and ``start`` (or ``client`` as a whole)."""
 
     kind: str
     schema: type
-    positive: tuple[str, ...] = ()
     starts_scheduler = True
     shares_terminal = False
 
     def validate(self, entry, tls: bool) -> None:
-        """Raise ``ConfigError`` naming the first invalid key of this kind's own (``tls``:
-        whether the entry's security turns TLS on)."""
+        """Raise ``ConfigError`` naming the first invalid key of this kind's own, beyond the
+        ranges of its schema (``tls``: whether the entry's security turns TLS on)."""
 
     def worker_memory(self, entry) -> int | None:
         """The memory limit of each worker the cluster will have, in bytes; None where only

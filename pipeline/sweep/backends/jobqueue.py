@@ -19,8 +19,13 @@ from pipeline.sweep.backends.base import (
     optional_module,
     plain,
 )
-from pipeline.sweep.config.validation import ConfigError
+from pipeline.sweep.config.validation import ConfigError, ranged
 
+MAX_JOBS = 1000
+"""The most batch jobs one sweep keeps: a batch system caps the jobs a user may queue
+(SLURM's ``MaxSubmitJobs``, PBS's ``max_queued``), often at a few hundred to a few thousand,
+each job is submitted one by one from the login node, and every worker reports to the one
+scheduler in the sweep's process; ``jobs=4000`` for ``40`` should not flood the queue."""
 WALLTIME = re.compile(r"(?:(\d+)-)?(\d+):([0-5]\d):([0-5]\d)")
 """A batch job's walltime: HH:MM:SS, or D-HH:MM:SS (SLURM only)."""
 
@@ -29,11 +34,12 @@ WALLTIME = re.compile(r"(?:(\d+)-)?(\d+):([0-5]\d):([0-5]\d)")
 class JobqueueClusterConfig:
     kind: str = "slurm"
     """The cluster kind (``slurm`` or ``pbs``)."""
-    jobs: int = 1
-    """Batch jobs kept running (lost ones are submitted again)."""
-    cores: int = 1
+    jobs: int = ranged(1, least=1, most=MAX_JOBS)
+    """Batch jobs kept running (lost ones are submitted again); at most 1000 (``MAX_JOBS``):
+    for more workers, give each job more ``cores`` and ``processes``."""
+    cores: int = ranged(1, least=1)
     """Cores of each job (``#SBATCH --cpus-per-task``)."""
-    processes: int = 1
+    processes: int = ranged(1, least=1)
     """Worker processes per job, sharing its cores and memory."""
     memory: str = "4GiB"
     """Memory per job (``#SBATCH --mem``), split among its workers."""
@@ -57,11 +63,11 @@ class JobqueueClusterConfig:
     other nodes need; TLS by default); 127.0.0.1, this machine only."""
     dashboard_address: str = "127.0.0.1:8787"
     """host:port of the dashboard (loopback: reach it with ``ssh -L 8787:127.0.0.1:8787``)."""
-    death_timeout: float = 60.0
+    death_timeout: float = ranged(60.0, least=0, above=True)
     """Seconds a worker outlives an unreachable scheduler before its job ends."""
     security: SecurityConfig = field(default_factory=SecurityConfig)
     """TLS (``SecurityConfig``)."""
-    wait_for_workers: float = 3600.0
+    wait_for_workers: float = ranged(3600.0, least=0, above=True)
     """Seconds the sweep waits while no worker is connected before it stops (jobs may wait in
     the queue)."""
 
@@ -86,7 +92,6 @@ class Jobqueue(Backend):
     """A batch system through dask-jobqueue: ``cluster_class`` is its cluster's name there."""
 
     schema = JobqueueClusterConfig
-    positive = ("jobs", "cores", "processes", "death_timeout")
 
     def __init__(self, kind: str, cluster_class: str, days: bool):
         self.kind, self.cluster_class, self.days = kind, cluster_class, days

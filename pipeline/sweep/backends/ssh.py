@@ -13,7 +13,12 @@ from pipeline.sweep.backends.base import (
     optional_module,
     plain,
 )
-from pipeline.sweep.config.validation import ConfigError
+from pipeline.sweep.config.validation import ConfigError, ranged
+
+MAX_WORKERS_PER_HOST = 512
+"""The most worker processes per host: each wants a core of its own, and the largest
+machines have fewer (two 192-core processors: 384). The sweep cannot see a remote host's
+cores, so this stops an extra zero (``workers_per_host=40`` for 4), not a plan."""
 
 
 @dataclass
@@ -22,9 +27,9 @@ class SSHClusterConfig:
     """The cluster kind (``ssh``)."""
     hosts: list[str] = field(default_factory=lambda: ["localhost", "localhost"])
     """The first runs the scheduler, every other one workers."""
-    workers_per_host: int = 1
-    """Worker processes on each worker host."""
-    threads_per_worker: int = 1
+    workers_per_host: int = ranged(1, least=1, most=MAX_WORKERS_PER_HOST)
+    """Worker processes on each worker host (at most 512, ``MAX_WORKERS_PER_HOST``)."""
+    threads_per_worker: int = ranged(1, least=1)
     """Threads of each worker."""
     remote_python: Optional[str] = None  # noqa: UP045
     """Python on the remote hosts, e.g. ``/opt/venv/bin/python`` (null: this one's path)."""
@@ -38,14 +43,13 @@ class SSHClusterConfig:
     """host:port of the dashboard, on the scheduler's host."""
     security: SecurityConfig = field(default_factory=SecurityConfig)
     """TLS (``SecurityConfig``)."""
-    wait_for_workers: float = 120.0
+    wait_for_workers: float = ranged(120.0, least=0, above=True)
     """Seconds the sweep waits while no worker is connected before it stops."""
 
 
 class SSH(Backend):
     kind = "ssh"
     schema = SSHClusterConfig
-    positive = ("workers_per_host", "threads_per_worker")
 
     def validate(self, entry, tls: bool) -> None:
         if len(entry.hosts) < 2:

@@ -7,13 +7,15 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+import typing
 from pathlib import Path
 
 import yaml
+from omegaconf import OmegaConf
 
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.config.schema import CONFIG_DIR
-from pipeline.sweep.config.validation import ConfigError
+from pipeline.sweep.config.validation import ConfigError, check_ranges
 
 CLUSTER_FILE = "dask_cluster.yaml"
 
@@ -51,8 +53,21 @@ def load_clusters(path: Path | None = None) -> dict[str, object]:
                 )
             _check_keys(security, SecurityConfig, f"{name}.security", "security")
             entry["security"] = SecurityConfig(**security)
-        clusters[name] = BACKENDS[kind].schema(**{**entry, "kind": kind})
+        clusters[name] = _opened(BACKENDS[kind].schema(**{**entry, "kind": kind}))
     return clusters
+
+
+def _opened(entry):
+    """``entry`` with each free mapping of its schema (a field typed ``dict[str, Any]``, such
+    as ssh's ``connect_options``, passed on as it is) open to new keys: Hydra's struct mode
+    would refuse ``cluster.connect_options={username: me}`` ("not in struct") while every
+    other key of the entry stays checked."""
+    hints = typing.get_type_hints(type(entry))
+    for field in dataclasses.fields(entry):
+        value = getattr(entry, field.name)
+        if typing.get_origin(hints[field.name]) is dict and isinstance(value, dict):
+            setattr(entry, field.name, OmegaConf.create(value, flags={"struct": False}))
+    return entry
 
 
 def _check_keys(entry: dict, schema: type, where: str, what: str) -> None:
@@ -105,12 +120,10 @@ def certificate_directory(security) -> Path | None:
 
 def validate_cluster(cluster) -> None:
     """Raise ``ConfigError`` naming the first invalid key of the chosen ``cluster``: the
-    numbers its back-end needs positive, then the back-end's own checks, then TLS."""
+    numbers out of the ranges its back-end's schema declares, then TLS, then the back-end's
+    own checks."""
     backend = BACKENDS[cluster.kind]
-    for name in (*backend.positive, "wait_for_workers"):
-        value = cluster[name]
-        if value is not None and not value > 0:
-            raise ConfigError(f"cluster.{name}", f"{value} is not allowed; allowed: numbers > 0")
+    check_ranges(cluster, backend.schema, "cluster.")
     tls = _validate_security(cluster)
     backend.validate(cluster, tls)
 
