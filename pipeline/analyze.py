@@ -7,9 +7,23 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipeline.analysis import analyze, default_output
-from pipeline.analysis.report import verify
+from pipeline.analysis import analyze
+from pipeline.analysis.report import OutputError, verify
 from pipeline.results import StoreError, damage, damage_line
+
+WRITABLE = "a folder this user can write (made if missing)"
+"""What ``--out`` allows."""
+
+
+def _output_line(error: OutputError, given: bool) -> str:
+    """The one line for a report folder that cannot be written: ``--out`` named where it was
+    ``given``, else the default folder beside the store, and what to give instead."""
+    if given:
+        return f"--out: {error}; allowed: {WRITABLE}"
+    return (
+        f"cannot write the report beside the store, in {error.out}: {error.why}; "
+        "give --out <a writable folder>"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,9 +53,12 @@ def main(argv: list[str] | None = None) -> int:
                 else damage_line(args.store, damage(args.store))
             )
             return 0 if sound else 1
-        written = analyze(args.store, args.out or default_output(args.store))
+        written = analyze(args.store, args.out)
     except StoreError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OutputError as error:
+        print(f"error: {_output_line(error, args.out is not None)}", file=sys.stderr)
         return 2
     print(f"report: {written.report}")
     return 0

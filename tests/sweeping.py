@@ -66,7 +66,7 @@ def sweep(
     )
 
 
-def start_sweep(*overrides: str, cwd: Path) -> subprocess.Popen:
+def start_sweep(*overrides: str, cwd: Path, env: dict | None = None) -> subprocess.Popen:
     """Start a sweep in its own process group (so it can be killed with its workers)."""
     return subprocess.Popen(
         [sys.executable, "-m", "pipeline.sweep", *overrides],
@@ -75,12 +75,17 @@ def start_sweep(*overrides: str, cwd: Path) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        env=env,
     )
 
 
 def kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL a process started by ``start_sweep`` and everything it started."""
-    os.killpg(process.pid, signal.SIGKILL)
+    """SIGKILL a process started by ``start_sweep`` and everything it started (that is
+    left)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the whole group has ended
+        pass
     process.wait(timeout=30)
 
 

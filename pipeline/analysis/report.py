@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import xarray as xr
@@ -18,7 +19,7 @@ from pipeline.results import (
     require_results,
 )
 from pipeline.results.base import text_table
-from pipeline.results.paths import Chunk, chunks
+from pipeline.results.paths import ROOT, Chunk, chunks
 
 
 def default_output(store: Path) -> Path:
@@ -27,10 +28,55 @@ def default_output(store: Path) -> Path:
     return store.parent / f"{store.stem}_report"
 
 
+class OutputError(ValueError):
+    """The folder for the report and figures cannot be written: ``out`` is it, ``why`` says
+    what stands in the way."""
+
+    def __init__(self, out: Path, why: str):
+        super().__init__(f"cannot write the report in {out}: {why}")
+        self.out, self.why = out, why
+
+
+def _refusal(folder: Path) -> str | None:
+    """Why no file can be created (and removed) in the existing ``folder``, or None: tried,
+    not ``os.access``, which a read-only or virtual file system (``/proc``) answers wrongly."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-probe-"):
+            pass
+    except OSError as error:
+        return f"{folder} refuses new files ({error.strerror or type(error).__name__})"
+    return None
+
+
+def check_output(out: Path) -> None:
+    """Raise ``OutputError`` unless the report and figures can be written in ``out``: a
+    folder, or a path whose nearest existing folder takes new files (``out`` is made there).
+    Creates nothing, so a refusal leaves no trace."""
+    out = Path(out)
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "it is" if existing == out else f"{existing} is"
+        raise OutputError(out, f"{what} a file, not a folder")
+    why = _refusal(existing)
+    if why:
+        raise OutputError(out, why)
+
+
 def _source(ds: xr.Dataset) -> Path | None:
     """The store a Dataset was opened from (``pipeline.open_results`` records it)."""
     source = ds.encoding.get("source")
     return Path(source) if source else None
+
+
+def _trusted(store: Path) -> xr.Dataset:
+    """The results of ``store``, lazily; ``StoreError`` (one line) naming what of it cannot
+    be trusted."""
+    damaged = damage(store)
+    if damaged:
+        raise StoreError(damage_line(store, damaged))
+    return open_results(store)
 
 
 def analyze(results, out=None) -> Analysis:
@@ -41,23 +87,27 @@ def analyze(results, out=None) -> Analysis:
     (``default_output``); a Dataset with no store behind it needs one. A store still being
     written, interrupted or without timings is reported as far as it is finished. Raises
     ``StoreError`` (one line) where the path holds no results store this pipeline reads,
-    or one with a chunk, an array's metadata or manifest that cannot be trusted (named).
+    or one with a chunk, an array's metadata or manifest that cannot be trusted (named);
+    ``OutputError`` (one line) where ``out`` cannot be written: checked before a chunk is
+    read or a figure drawn (``check_output``), and caught where the files are written.
     """
-    if isinstance(results, xr.Dataset):
-        ds, store = results, _source(results)
-        if out is None and store is None:
-            raise ValueError("out: this Dataset has no store behind it; give out=<folder>")
-    else:
-        store = Path(results)
-        require_results(store)
-        damaged = damage(store)
-        if damaged:
-            raise StoreError(damage_line(store, damaged))
-        ds = open_results(store)
+    is_dataset = isinstance(results, xr.Dataset)
+    store = _source(results) if is_dataset else Path(results)
+    if is_dataset and out is None and store is None:
+        raise ValueError("out: this Dataset has no store behind it; give out=<folder>")
+    if not is_dataset:
+        require_results(store, damaged=True)  # a lost root is named with the damage
     out = Path(out) if out is not None else default_output(store)
-    out.mkdir(parents=True, exist_ok=True)
+    check_output(out)
+    ds = results if is_dataset else _trusted(store)
     write = KINDS.lookup(kind_of(ds.attrs)).load("report")
-    return write(ds.load(), store or out, out)
+    ds = ds.load()
+    try:  # the folder may have changed since check_output
+        out.mkdir(parents=True, exist_ok=True)
+        return write(ds, store or out, out)
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        raise OutputError(out, where + (error.strerror or type(error).__name__)) from None
 
 
 METADATA = "zarr.json"
@@ -70,16 +120,20 @@ NO_MANIFESTS = (
 
 def _damaged(chunk: Chunk) -> str:
     """Where a damaged chunk is, or which file of its array cannot be read and why."""
+    if chunk.position is None and chunk.file == chunk.array:
+        return f"the array: {chunk.error}"
     if chunk.position is None:
         return f"{Path(chunk.file).name}: {chunk.error}"
     return chunk.where or str(chunk.position)
 
 
 def verify(store) -> tuple[str, bool]:
-    """Every chunk of the store at ``store`` read and held against its array's manifest: a
-    table, per array, of its chunks and those that cannot be trusted (where, or which of
-    its files cannot be read and why), and whether all are sound."""
-    require_results(store)
+    """The whole store at ``store`` checked (``pipeline.results.paths.chunks``: its root
+    metadata, every array its kind requires, every chunk read within its bound and held
+    against its array's manifest): a table, per array, of its chunks and those that cannot
+    be trusted (where, or which of its files cannot be read, or that it is missing, and
+    why), and whether all are sound. A store whose root metadata is lost is checked too."""
+    require_results(store, damaged=True)
     by_array: dict[str, list[Chunk]] = {}
     for chunk in chunks(store):
         by_array.setdefault(chunk.array, []).append(chunk)
@@ -87,9 +141,10 @@ def verify(store) -> tuple[str, bool]:
     for name, found in by_array.items():
         data = [c for c in found if c.position is not None]
         readable = not any(c.position is None and c.file.endswith(METADATA) for c in found)
+        readable = readable and name != ROOT and (Path(store) / name).is_dir()
         rows.append(
             [
-                name,
+                name or "(root)",
                 str(len(data)) if readable else "?",
                 str(sum(not c.error for c in data)) if readable else "?",
                 "; ".join(_damaged(c) for c in found if c.error) or "-",

@@ -25,6 +25,7 @@ store are one mapping, by the chunk's key in the store (``tv/c/0/1/0/0/0/0/0``).
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -39,12 +40,51 @@ Entries = dict[str, list[str | None]]
 listed has no file."""
 
 
-def file_checksum(file: Path) -> str | None:
-    """The checksum of ``file``'s bytes; None if there is no such file."""
+MAX_FILE_BYTES = 1 << 28
+"""The most bytes read from any one file of a store whose own limit is not known (a manifest,
+a ``zarr.json``): far above what a sweep writes, far below a machine's memory."""
+
+
+def file_problem(file: Path, limit: int = MAX_FILE_BYTES) -> str:
+    """Why ``file`` cannot be one of a store's files, which are regular files of at most
+    ``limit`` bytes: a link, a directory, a device or FIFO, or too large; "" if it can be
+    (or it does not exist). Looks at the file's entry (``lstat``), never at its bytes."""
     try:
-        return checksum(Path(file).read_bytes())
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        entry = Path(file).lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return ""
+    if stat.S_ISLNK(entry.st_mode):
+        return "it is a symbolic link, not a file the sweep wrote"
+    if stat.S_ISDIR(entry.st_mode):
+        return "it is a directory, not a file the sweep wrote"
+    if not stat.S_ISREG(entry.st_mode):
+        return "it is a device, FIFO or socket, not a file the sweep wrote"
+    if entry.st_size > limit:
+        return f"it holds {entry.st_size:,} bytes, more than it can ({limit:,})"
+    return ""
+
+
+def read_bounded(file: Path, limit: int = MAX_FILE_BYTES) -> bytes | None:
+    """``file``'s bytes, never more than ``limit`` of them read; None if there is no such
+    file. ``ValueError`` (``file_problem``'s words) for a file that cannot be a store's."""
+    problem = file_problem(file, limit)
+    if problem:
+        raise ValueError(problem)
+    try:
+        with open(file, "rb") as stream:
+            data = stream.read(limit + 1)
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    if len(data) > limit:  # it grew since it was looked at
+        raise ValueError(f"it holds more than {limit:,} bytes")
+    return data
+
+
+def file_checksum(file: Path, limit: int = MAX_FILE_BYTES) -> str | None:
+    """The checksum of ``file``'s bytes; None if there is no such file. ``ValueError`` for a
+    file that cannot be a store's (``file_problem``)."""
+    data = read_bounded(file, limit)
+    return None if data is None else checksum(data)
 
 
 def _array_folders(store: Path) -> list[str]:
@@ -54,8 +94,10 @@ def _array_folders(store: Path) -> list[str]:
 def _read(file: Path) -> tuple[dict | None, str]:
     """One array's manifest: its chunks by key in the array, or why it cannot be read."""
     try:
-        text = file.read_bytes()
-    except FileNotFoundError:
+        text = read_bounded(file)
+    except ValueError as error:
+        return None, str(error)
+    if text is None:
         return None, "it is missing"
     if not text.strip():
         return None, "it is empty"
@@ -123,24 +165,25 @@ def write(store, entries: Entries, names) -> None:
 
 def chunk_files(store, names=None) -> dict[str, Path]:
     """Every chunk file of the arrays ``names`` (default: all) of the store at ``store``, by
-    its key (the files under the arrays' ``c/`` folders, temporary files aside)."""
+    its key (the entries under the arrays' ``c/`` folders that are no folders, temporary
+    files aside: a link or a device where a chunk belongs is listed too)."""
     store = Path(store)
     return {
         file.relative_to(store).as_posix(): file
         for name in (_array_folders(store) if names is None else names)
         for file in (store / name / "c").rglob("*")
-        if file.is_file() and not is_temporary(file.name)
+        if (file.is_symlink() or not file.is_dir()) and not is_temporary(file.name)
     }
 
 
 def scan(store, names=None, skip=()) -> Entries:
     """Manifests of what the arrays ``names`` (default: all) of the store at ``store`` hold,
     for arrays that have none: every chunk file's checksum, the keys in ``skip`` (chunks
-    that do not read) aside."""
+    that do not read) and files that cannot be chunks (``file_problem``) aside."""
     return {
         key: [file_checksum(file)]
         for key, file in chunk_files(store, names).items()
-        if key not in skip
+        if key not in skip and not file_problem(file)
     }
 
 
@@ -149,7 +192,7 @@ def settled(entries: Entries, store) -> Entries:
     reduced to its file's, where that is accepted; keys of no file dropped."""
     out = {}
     for key, accepted in entries.items():
-        if len(accepted) > 1:
+        if len(accepted) > 1 and not file_problem(Path(store, key)):
             actual = file_checksum(Path(store, key))
             accepted = [actual] if actual in accepted else accepted
         if accepted != [None]:

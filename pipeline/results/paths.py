@@ -1,11 +1,14 @@
 """What a path holds, in the words the sweep and ``analyze`` share, and which chunks are sound.
 
 ``found(path)`` tells a results store from everything else a store path can hold, so both
-say the same thing for the same case; ``damage(path)`` reads every chunk of a store (each
-carries a CRC32C checksum, or a store from before checksums still decodes), holds its file
-against its array's manifest (``pipeline.results.manifest``: a missing chunk, or one copied
-from another position, reads) and names those that cannot be trusted, with the arrays
-whose metadata or manifest cannot be read.
+say the same thing for the same case; ``damage(path)`` checks the whole store: its root
+metadata reads, every array its kind's schema requires is there with the layout the store's
+coordinates give it, and every chunk (each carries a CRC32C checksum, or a store from before
+checksums still decodes) is a regular file no larger than its array's chunks can be, that
+decodes and that its array's manifest (``pipeline.results.manifest``) lists at its position
+(a missing chunk, or one copied from another position, reads); it names what cannot be
+trusted. Nothing is read past its bound: a link to a device where a chunk belongs is named
+from its directory entry, never opened.
 """
 
 from __future__ import annotations
@@ -21,10 +24,19 @@ import numpy as np
 import zarr
 
 from pipeline.results import manifest
-from pipeline.results.base import FORMAT, StoreError
+from pipeline.results.base import FORMAT, Schema, StoreError, kind_of
 from pipeline.results.durable import is_temporary
-from pipeline.results.kinds import known_names
-from pipeline.results.manifest import MANIFEST
+from pipeline.results.kinds import KINDS, known_names
+from pipeline.results.manifest import MANIFEST, file_problem, read_bounded
+
+METADATA = "zarr.json"
+ROOT = ""
+"""The ``array`` of a ``Chunk`` that stands for the store's root metadata (``zarr.json``)."""
+TEXT_BYTES = 1 << 16
+"""The most bytes one text value (a failed cell's ``error``) may take in a chunk."""
+CHUNK_OVERHEAD = 1 << 12
+"""Bytes a chunk may take beyond its values: zstd's frame and block headers (a frame never
+grows its input by more than a byte in 128, plus this) and the CRC32C."""
 
 
 class Found(enum.Enum):
@@ -35,13 +47,16 @@ class Found(enum.Enum):
     FILE = "is a file"
     FOLDER = "is a directory but no zarr store"
     FOREIGN = "is a zarr store of another program"
-    HALF_MADE = "is a half-made results store"
-    UNREADABLE = "is a results store whose metadata cannot be read"
+    ROOTLESS = "is a results store that has lost its root metadata (zarr.json)"
+    UNREADABLE = "is a results store whose root metadata (zarr.json) cannot be read"
     OLD = "is a results store of an older layout"
     RESULTS = "is a results store"
 
 
-REPLACE = "run its sweep again with overwrite=true to replace it"
+REBUILD_ROOT = (
+    "run the same sweep command again to rebuild it from the grid, keeping every chunk that "
+    "verifies"
+)
 WHAT_TO_DO = {
     Found.MISSING: "run its sweep first, or give the path of a sweep's results store",
     Found.EMPTY: "run its sweep first, or give the path of a sweep's results store",
@@ -50,23 +65,37 @@ WHAT_TO_DO = {
     "something else",
     Found.FOREIGN: "give another path (store=): overwrite=true never replaces another program's "
     "data",
-    Found.HALF_MADE: f"its creation was interrupted: {REPLACE}",
-    Found.UNREADABLE: REPLACE,
-    Found.OLD: REPLACE,
+    Found.ROOTLESS: REBUILD_ROOT,
+    Found.UNREADABLE: REBUILD_ROOT,
+    Found.OLD: "this pipeline cannot keep its cells: run its sweep again with overwrite=true "
+    "to replace it",
 }
-"""What to do about each thing a store path can hold; the sweep and ``analyze`` say the same."""
+"""What the sweep says to do about each thing a store path can hold."""
+TO_READ = {
+    Found.FILE: "give the path of a sweep's results store (a folder)",
+    Found.FOLDER: "give the path of a sweep's results store",
+    Found.FOREIGN: "it was not written by a sweep of this pipeline: give the path of one",
+    Found.OLD: "this pipeline reads no other layout: run its sweep again with overwrite=true to "
+    "replace it",
+}
+"""What ``analyze`` says instead, where reading differs from writing."""
 
 
 def _attributes(path: Path) -> dict | None:
-    """The root group's attributes, or None where ``path`` is no readable zarr group."""
+    """The root group's attributes, or None where ``path`` has no readable root metadata."""
     try:
-        return zarr.open_group(path, mode="r", use_consolidated=False).attrs.asdict()
-    except (OSError, ValueError, KeyError, TypeError):
+        text = read_bounded(path / METADATA)
+        metadata = json.loads(text) if text else None
+    except ValueError:
         return None
+    if not isinstance(metadata, dict) or metadata.get("node_type") != "group":
+        return None
+    attributes = metadata.get("attributes", {})
+    return attributes if isinstance(attributes, dict) else None
 
 
 def found(path) -> Found:
-    """What ``path`` holds (reads a few small files, writes nothing)."""
+    """What ``path`` holds (reads a few small files, each within its bound; writes nothing)."""
     path = Path(path)
     if not path.exists():
         return Found.MISSING
@@ -76,35 +105,56 @@ def found(path) -> Found:
     if not names:
         return Found.EMPTY
     ours = names <= known_names()
-    if "zarr.json" not in names:
-        return Found.HALF_MADE if ours else Found.FOLDER
+    if METADATA not in names:
+        return Found.ROOTLESS if ours else Found.FOLDER
     attrs = _attributes(path)
     if attrs is not None and "grid" in attrs:
         return Found.OLD if attrs.get("format", 1) != FORMAT else Found.RESULTS
     if not ours:
         return Found.FOREIGN
-    # only our arrays: a writer that died before the attributes, or a damaged root
-    return Found.HALF_MADE if attrs == {} else Found.UNREADABLE
+    # only our arrays: a root that lost its attributes, or cannot be read
+    return Found.ROOTLESS if attrs == {} else Found.UNREADABLE
 
 
-def problem(path, what: Found) -> str:
-    """The one line saying what ``path`` holds and what to do about it."""
+def _stores_below(folder: Path, depth: int = 2, shown: int = 4) -> list[str]:
+    """Results stores in ``folder`` and its subfolders, ``depth`` levels down at most."""
+    stores: list[str] = []
+    level = [folder]
+    for _ in range(depth):
+        level = sorted(p for f in level for p in f.iterdir() if p.is_dir() and p.name[0] != ".")
+        stores += [str(p) for p in level if found(p) is Found.RESULTS]
+        level = [p for p in level if found(p) is not Found.RESULTS]
+    return stores[:shown]
+
+
+def problem(path, what: Found, *, reading: bool = False) -> str:
+    """The one line saying what ``path`` holds and what to do about it: to the sweep, or to a
+    reader (``reading``: ``analyze``), which is told of the stores a folder holds."""
     if what is Found.OLD:
-        layout = (_attributes(path) or {}).get("format", 1)
+        layout = (_attributes(Path(path)) or {}).get("format", 1)
         detail = (
             f" (layout {layout}; this pipeline reads layout {FORMAT}, with the method and "
             "setting dims: see the README's release notes)"
         )
     else:
         detail = ""
-    return f"{path} {what.value}{detail}; {WHAT_TO_DO[what]}"
+    advice = TO_READ.get(what, WHAT_TO_DO[what]) if reading else WHAT_TO_DO[what]
+    if reading and what is Found.FOLDER:
+        inside = _stores_below(Path(path))
+        if inside:
+            advice = f"it holds the results stores {', '.join(inside)}: give one of them"
+    return f"{path} {what.value}{detail}; {advice}"
 
 
-def require_results(path) -> dict:
-    """The attributes of the results store at ``path``; ``StoreError`` for anything else."""
+def require_results(path, *, damaged: bool = False) -> dict:
+    """The attributes of the results store at ``path``; ``StoreError`` (in a reader's words)
+    for anything else. ``damaged``: a results store whose root metadata is lost or cannot be
+    read is accepted too (its attributes: {}), for a reader that names the damage."""
     what = found(path)
+    if damaged and what in (Found.ROOTLESS, Found.UNREADABLE):
+        return {}
     if what is not Found.RESULTS:
-        raise StoreError(problem(path, what))
+        raise StoreError(problem(path, what, reading=True))
     return _attributes(Path(path))
 
 
@@ -120,22 +170,38 @@ class Chunk(NamedTuple):
     file: str = ""
 
 
-def metadata_problem(path, name: str) -> str:
-    """Why the metadata of the array ``name`` of the store at ``path`` (``<name>/zarr.json``)
-    cannot be read, in a few words; "" if it can."""
+def _metadata(file: Path, node_type: str) -> tuple[dict | None, str]:
+    """A ``zarr.json`` read within its bound: its content, or why it cannot be read."""
     try:
-        text = Path(path, name, "zarr.json").read_bytes()
-    except FileNotFoundError:
-        return "it is missing"
+        text = read_bounded(file)
+    except ValueError as error:
+        return None, str(error)
+    if text is None:
+        return None, "it is missing"
     if not text.strip():
-        return "it is empty"
+        return None, "it is empty"
     try:
         metadata = json.loads(text)
     except ValueError:
-        return "it is cut short or is not JSON"
-    if not isinstance(metadata, dict) or metadata.get("node_type") != "array":
-        return "it describes no array"
-    return ""
+        return None, "it is cut short or is not JSON"
+    if not isinstance(metadata, dict) or metadata.get("node_type") != node_type:
+        return None, f"it describes no {node_type}"
+    return metadata, ""
+
+
+def metadata_problem(path, name: str) -> str:
+    """Why the metadata of the array ``name`` of the store at ``path`` (``<name>/zarr.json``)
+    cannot be read, in a few words; "" if it can."""
+    return _metadata(Path(path, name, METADATA), "array")[1]
+
+
+def root_problem(path) -> str:
+    """Why the root metadata of the store at ``path`` (its ``zarr.json``: the store's
+    attributes, its grid among them) cannot be read, in a few words; "" if it can."""
+    metadata, why = _metadata(Path(path, METADATA), "group")
+    if metadata is not None and "grid" not in (metadata.get("attributes") or {}):
+        return "it has lost the store's attributes"
+    return why
 
 
 def arrays(path) -> dict[str, str]:
@@ -172,12 +238,12 @@ def _positions(array: zarr.Array):
     return itertools.product(*grid)
 
 
-def _read(array: zarr.Array, position: tuple[int, ...]) -> None:
+def _read(array: zarr.Array, position: tuple[int, ...]) -> np.ndarray:
     where = tuple(
         slice(k * chunk, min((k + 1) * chunk, size))
         for k, chunk, size in zip(position, array.chunks, array.shape, strict=True)
     )
-    np.asarray(array[where])
+    return np.asarray(array[where])
 
 
 def _misplaced(actual: str | None, accepted: list, entries: manifest.Entries, describe) -> str:
@@ -206,49 +272,96 @@ class _Checker:
     def __call__(self, name: str, key: str, describe) -> str:
         if name not in self.manifests.covered:
             return ""
-        actual = manifest.file_checksum(self.path / key)
-        if actual in self.manifests.entries.get(key, [None]):
-            return ""
-        again = manifest.load(self.path, [name]).entries
-        accepted = again.get(key, [None])
-        actual = manifest.file_checksum(self.path / key)
+        try:
+            actual = manifest.file_checksum(self.path / key)
+            if actual in self.manifests.entries.get(key, [None]):
+                return ""
+            again = manifest.load(self.path, [name]).entries
+            accepted = again.get(key, [None])
+            actual = manifest.file_checksum(self.path / key)
+        except ValueError as error:  # replaced by what no chunk can be since it was looked at
+            return str(error)
         return "" if actual in accepted else _misplaced(actual, accepted, again, describe)
 
 
-def chunks(path) -> list[Chunk]:
-    """Every chunk of every array of the store at ``path``, read and held against its
-    array's manifest; ``error`` names why a chunk cannot be trusted (a checksum that does not
-    match, bytes that do not decode, a file missing or copied from another position), or why
-    an array's metadata or manifest cannot be read (``position`` None, ``file`` the one at
-    fault)."""
-    path = Path(path)
-    check = _Checker(path)
-    out = [
-        Chunk(name, None, error=why, file=f"{name}/{MANIFEST}")
-        for name, why in check.manifests.problems.items()
-    ]
-    group = zarr.open_group(path, mode="r", use_consolidated=False)
-    readable = {}
-    for name, problem in arrays(path).items():
-        if not problem:
-            try:
-                readable[name] = group[name]
-            except Exception as error:  # metadata that parses but that zarr refuses
-                problem = f"it cannot be read: {_why(error)}"
-        if problem:
-            out.append(Chunk(name, None, error=problem, file=f"{name}/zarr.json"))
-    for name, array in readable.items():
-        keys = {f"{name}/{array.metadata.encode_chunk_key(p)}": p for p in _positions(array)}
+def _schema(path: Path) -> Schema | None:
+    """The schema of the kind that wrote the store at ``path`` (None: its root cannot be
+    read, or the kind is not installed)."""
+    try:
+        return KINDS.lookup(kind_of(_attributes(path) or {})).schema
+    except ValueError:
+        return None
 
-        def describe(key: str, array=array, keys=keys) -> str:
-            return _where(readable, array, keys[key]) if key in keys else key
 
+def _dtype_fits(actual, declared: str) -> bool:
+    if declared == "str":
+        return np.dtype(actual).kind in "OTU"
+    return np.dtype(actual) == np.dtype(declared)
+
+
+def _layout(schema: Schema, readable: dict[str, zarr.Array], present: set[str]) -> dict:
+    """Array -> why it is not what ``schema`` requires ("it is missing", or its dims, shape,
+    chunks or dtype): every variable, ``in_grid`` where the schema has it, and the coordinate
+    of every dim; a dim's length is its coordinate's (or, where that cannot be read, the
+    first array's that has the dim)."""
+    variables = {name: (v.dims, v.dtype) for name, v in schema.variables.items()}
+    if schema.in_grid_dims:
+        variables["in_grid"] = (schema.in_grid_dims, "bool")
+    dims = sorted({d for (names, _) in variables.values() for d in names})
+    sizes = {d: readable[d].shape[0] for d in dims if d in readable and readable[d].ndim == 1}
+    for array in readable.values():
+        for d, n in zip(array.metadata.dimension_names or (), array.shape, strict=False):
+            sizes.setdefault(d, n)
+    problems = {}
+    for name in sorted({*variables, *dims}):
+        if name not in present:
+            problems[name] = "it is missing"
+        elif name in readable:
+            wanted, dtype = variables.get(name, ((name,), ""))
+            array = readable[name]
+            got = tuple(array.metadata.dimension_names or ())
+            shape = tuple(sizes.get(d, n) for d, n in zip(wanted, array.shape, strict=False))
+            chunks = (1, 1, *shape[2:]) if name in schema.variables else array.chunks
+            if got != wanted:
+                problems[name] = f"its dims are {got}, not {wanted}"
+            elif array.shape != shape:
+                problems[name] = f"its shape is {array.shape}, its coordinates give {shape}"
+            elif array.chunks != chunks:
+                problems[name] = f"its chunks are {array.chunks}, not {chunks}"
+            elif dtype and not _dtype_fits(array.dtype, dtype):
+                problems[name] = f"its dtype is {array.dtype}, not {dtype}"
+    return problems
+
+
+def chunk_limit(array: zarr.Array) -> int:
+    """The most bytes a chunk file of ``array`` can hold: its values (a text value at most
+    ``TEXT_BYTES``), what zstd may add to them, and ``CHUNK_OVERHEAD``."""
+    per_value = TEXT_BYTES if np.dtype(array.dtype).kind in "OTU" else array.dtype.itemsize
+    raw = math.prod(array.chunks) * per_value
+    return raw + raw // 128 + CHUNK_OVERHEAD
+
+
+def _array_chunks(path: Path, name: str, array: zarr.Array, readable, check) -> list[Chunk]:
+    """Every chunk of ``array``: read (at once where every file may be a chunk, else one by
+    one, never a file that cannot be one) and held against its manifest."""
+    keys = {f"{name}/{array.metadata.encode_chunk_key(p)}": p for p in _positions(array)}
+    limit = chunk_limit(array)
+    unsafe = {key: why for key in keys if (why := file_problem(path / key, limit))}
+
+    def describe(key: str) -> str:
+        return _where(readable, array, keys[key]) if key in keys else key
+
+    decodes = False
+    if not unsafe:
         try:  # every chunk at once; one by one only where one does not decode
             np.asarray(array[...])
             decodes = True
         except Exception:  # whatever a damaged chunk makes its codecs raise
-            decodes = False
-        for key, position in keys.items():
+            pass
+    out = []
+    for key, position in keys.items():
+        error_text = unsafe.get(key, "")
+        if not error_text:
             try:
                 if not decodes:
                     _read(array, position)
@@ -256,9 +369,75 @@ def chunks(path) -> list[Chunk]:
                 error_text = _why(error)
             else:
                 error_text = check(name, key, describe)
-            where = _where(readable, array, position) if error_text else ""
-            out.append(Chunk(name, position, where, error_text, key))
+        where = _where(readable, array, position) if error_text else ""
+        out.append(Chunk(name, position, where, error_text, key))
+    return out
+
+
+def _structure(path: Path) -> tuple[list[Chunk], dict[str, zarr.Array], _Checker]:
+    """``structure``, with the arrays whose metadata reads and fits (to read their chunks)
+    and the manifests' checker."""
+    root = root_problem(path)
+    out = [Chunk(ROOT, None, error=root, file=METADATA)] if root else []
+    check = _Checker(path)
+    out += [
+        Chunk(name, None, error=why, file=f"{name}/{MANIFEST}")
+        for name, why in check.manifests.problems.items()
+    ]
+    present = arrays(path)
+    readable = {}
+    for name, problem in present.items():
+        if not problem:
+            try:
+                readable[name] = zarr.open_array(path / name, mode="r")
+            except Exception as error:  # metadata that parses but that zarr refuses
+                problem = f"it cannot be read: {_why(error)}"
+        if problem:
+            out.append(Chunk(name, None, error=problem, file=f"{name}/{METADATA}"))
+    schema = None if root else _schema(path)
+    for name, why in (_layout(schema, readable, set(present)) if schema else {}).items():
+        readable.pop(name, None)
+        gone = name not in present and name in schema.variables  # its cells are lost
+        out.append(Chunk(name, None, error=why, file=name if gone else f"{name}/{METADATA}"))
+    return out, readable, check
+
+
+def structure(path) -> list[Chunk]:
+    """What cannot be trusted in the store at ``path``, its chunks unread: its root metadata
+    (``array`` ``ROOT``), each array's metadata and manifest, and every array its kind
+    requires (``_layout``); ``file`` is the one at fault: the folder of a variable that is
+    missing, the ``zarr.json`` of a coordinate that is (the grid gives it again)."""
+    return _structure(Path(path))[0]
+
+
+def chunks(path) -> list[Chunk]:
+    """The whole store at ``path`` checked: its structure (``structure``) and every chunk of
+    every array that reads, within its bound and against its array's manifest; ``error``
+    names why a chunk cannot be trusted (a checksum that does not match, bytes that do not
+    decode, a file missing, copied from another position, or that no chunk can be: a link,
+    a device, a folder, too large)."""
+    out, readable, check = _structure(Path(path))
+    for name, array in readable.items():
+        out += _array_chunks(Path(path), name, array, readable, check)
     return sorted(out, key=lambda c: (c.array, c.position is not None, c.file))
+
+
+def finished(path) -> int:
+    """How many cells the store at ``path`` holds as finished: ``done`` flags in chunks that
+    read, each within its bound."""
+    try:
+        done = zarr.open_array(Path(path, "done"), mode="r")
+    except Exception:  # no flags that read: no finished cell
+        return 0
+    limit, total = chunk_limit(done), 0
+    for position in _positions(done):
+        if file_problem(Path(path, "done", done.metadata.encode_chunk_key(position)), limit):
+            continue
+        try:
+            total += int(np.count_nonzero(_read(done, position)))
+        except Exception:  # whatever a damaged chunk makes its codecs raise
+            continue
+    return total
 
 
 def damage(path) -> list[Chunk]:
@@ -269,27 +448,30 @@ def damage(path) -> list[Chunk]:
 
 FIXES = {
     "chunk": "run the same sweep command again to recompute its cells",
-    "metadata": "run the same sweep command again to rebuild it from the grid, keeping every "
-    "chunk that verifies",
+    "metadata": REBUILD_ROOT,
+    "array": "run the same sweep command again to rebuild it and compute its cells again",
     "manifest": "run the same sweep command again to write it again from the chunks that read",
 }
-"""What to do about each kind of damage (``overwrite=true`` always starts over)."""
+"""What to do about each kind of damage: the same command repairs it, keeping every cell
+that verifies."""
 
 
 def damage_line(path, damaged: list[Chunk]) -> str:
-    """One line naming a damaged store's first bad chunk (or metadata, or manifest), how many
-    there are, what to do."""
+    """One line naming a damaged store's first bad chunk (or root metadata, metadata, missing
+    array or manifest), how many there are, what to do."""
     first = damaged[0]
     others = len(damaged) - 1
     more = f" (and {others} more chunk{'s' if others > 1 else ''})" if others else ""
     if first.file.endswith(MANIFEST):
         what, fix = f"manifest of {first.array}", FIXES["manifest"]
+    elif first.array == ROOT:
+        what, fix = "root metadata", REBUILD_ROOT
+    elif first.file == first.array:
+        what, fix = f"array {first.array}", FIXES["array"]
     elif first.position is None:
         what, fix = f"metadata of {first.array}", FIXES["metadata"]
     else:
         where = f" of {first.where}" if first.where else ""
         what, fix = f"{first.array} chunk{where}", FIXES["chunk"]
-    return (
-        f"{path} is damaged: the {what} ({Path(path, first.file)}) cannot be read: "
-        f"{first.error}{more}; {fix} (or overwrite=true to start over)"
-    )
+    problem = "is missing" if first.file == first.array else f"cannot be read: {first.error}"
+    return f"{path} is damaged: the {what} ({Path(path, first.file)}) {problem}{more}; {fix}"

@@ -35,6 +35,7 @@ from pipeline.sweep.lock import StoreLock, check_unlocked
 from pipeline.sweep.logs import CELLS, to_the_log_file
 from pipeline.sweep.progress import Progress, Stages
 from pipeline.sweep.provenance import now, provenance, public_config
+from pipeline.sweep.replace import recover
 from pipeline.sweep.store import ResultStore
 from pipeline.sweep.taskcount import Tasks
 from pipeline.sweep.timing import blas_threads
@@ -199,6 +200,7 @@ def _locked(
     log_file: Path | None,
 ) -> Outcome:
     """``sweep`` with the store's lock held (and its folder, once the store exists)."""
+    recover(store)  # what a killed replacement of the store left, before any cluster starts
     ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)  # as it is now
     known = client is None and worker_memory(cfg.cluster) is not None
     started = (

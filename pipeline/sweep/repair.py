@@ -1,5 +1,6 @@
-"""Reading a store back to resume it: what a killed creation left removed, damaged chunks
-named and skipped, manifests settled, unreadable metadata rebuilt (``ResultStore.open``).
+"""Reading a store back to resume it: damaged chunks named and skipped, manifests settled,
+unreadable or missing metadata (an array's, the root's) rebuilt from the grid, what sits
+where a chunk belongs cleared (``ResultStore.open``).
 
 A chunk is read only where its manifest entry and checksum agree; its cells are computed
 again otherwise. Helpers of ``pipeline.sweep.store``, which holds the store's lifecycle.
@@ -8,9 +9,6 @@ again otherwise. Helpers of ``pipeline.sweep.store``, which holds the store's li
 from __future__ import annotations
 
 import logging
-import os
-import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,34 +19,66 @@ from zarr.storage import MemoryStore
 
 from pipeline.results import Schema, manifest
 from pipeline.results.durable import write_durably
-from pipeline.results.paths import Chunk, arrays
+from pipeline.results.manifest import file_problem
+from pipeline.results.paths import Chunk, arrays, chunk_limit
+from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import Grid
 
 log = logging.getLogger("pipeline.sweep")
 
 
-def alive(pid: int) -> bool:
-    """Whether a process with this PID runs on this host."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
+def misfit(path: Path, dataset: xr.Dataset) -> str:
+    """Why the arrays of the store at ``path`` are not those of the grid's ``dataset`` (a
+    shape, or a coordinate's values, that differs), in a few words; "" if they fit. Arrays
+    that cannot be read are passed over: the grid rebuilds them."""
+    names = set(arrays(path)) & set(dataset.variables)
+    for name in sorted(names, key=lambda name: (name not in dataset.coords, name)):
+        try:
+            array = zarr.open_array(path / name, mode="r")
+            if name in dataset.coords and not any(
+                file_problem(file, chunk_limit(array))
+                for file in manifest.chunk_files(path, [name]).values()
+            ):
+                values, wanted = np.asarray(array[...]).tolist(), dataset[name].values.tolist()
+                if values != wanted:
+                    return f"{name} is {values}, the grid's {wanted}"
+        except Exception:  # metadata or a chunk that cannot be read: rebuilt from the grid
+            continue
+        if array.shape != dataset[name].shape:
+            return f"{name} has the shape {array.shape}, the grid's {dataset[name].shape}"
+    return ""
 
 
-def remove_stale_creations(path: Path) -> None:
-    """Remove what creators of ``path`` that died left beside it: ``.<name>.<pid>.creating``
-    of a PID that no process on this host has."""
-    if not path.parent.is_dir():
-        return
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.(\d+)\.creating")
-    for entry in path.parent.iterdir():
-        match = pattern.fullmatch(entry.name)
-        if match and int(match[1]) != os.getpid() and not alive(int(match[1])):
-            shutil.rmtree(entry, ignore_errors=True)
-            log.info("%s: removed %s, left by a creation that was killed", path, entry.name)
+def rebuild_root(path: Path, dataset: xr.Dataset, encoding: dict) -> None:
+    """Write the root metadata (``zarr.json``: the attributes, the grid's among them) of the
+    store at ``path`` as the grid's template has it, leaving its arrays as they are."""
+    memory = MemoryStore()
+    dataset.to_zarr(memory, mode="w", encoding=encoding, consolidated=False)
+    group = zarr.open_group(memory, mode="r", use_consolidated=False)
+    metadata = group.metadata.to_buffer_dict(default_buffer_prototype())
+    write_durably({path / "zarr.json": metadata["zarr.json"].to_bytes()})
+    log.warning(
+        "%s: its root metadata (zarr.json) could not be read; rebuilt from the grid (the "
+        "runs before this one are no longer listed)",
+        path,
+    )
+
+
+def clear_chunk_paths(path: Path, damaged: list[Chunk]) -> None:
+    """Make room for the damaged chunks to be written again: an empty folder where a chunk
+    belongs is removed (a link, device or FIFO is replaced by the rename that writes the
+    chunk). ``ConfigError`` (one line) for a folder that holds something: not ours to
+    delete."""
+    for chunk in damaged:
+        where = path / chunk.file
+        if where.is_dir() and not where.is_symlink():
+            if any(where.iterdir()):
+                raise ConfigError(
+                    "store",
+                    f"{where} is a folder that holds files where a chunk of {chunk.array} "
+                    "belongs: move it out of the store, then run the same command",
+                )
+            where.rmdir()
 
 
 def rebuild_metadata(path: Path, dataset: xr.Dataset, encoding: dict, names: list[str]) -> None:

@@ -1,9 +1,10 @@
 """The results store: one zarr store per sweep, an xarray Dataset over the grid.
 
 Only one sweep writes a store (it holds ``pipeline.sweep.lock.StoreLock``), from its
-client process: the store is created aside from a template, fsynced and renamed into place,
-so no interruption leaves a half-made store (and the next run removes what a killed creator
-left); the client keeps a mirror of every variable in memory, and ``flush`` writes whole
+client process: a store is created (or grown) aside from a template, fsynced, and put in
+place of the old one by renames that always leave a whole store at a known path
+(``pipeline.sweep.replace``: the next run puts back, or deletes where provably redundant,
+what a kill left); the client keeps a mirror of every variable in memory, and ``flush`` writes whole
 chunks of the pairs of the first two dims whose cells changed, the ``done`` mask last.
 Every write is durable and every chunk listed in the store's manifest before it is renamed
 into place (``pipeline.results.durable``, ``pipeline.results.manifest``), so an interrupted
@@ -11,9 +12,11 @@ flush, or a power loss, leaves every chunk either old or new and matching the ma
 cells whose ``done`` flag did not reach the disk are simply computed again on the next run.
 
 Every chunk carries a CRC32C checksum and the manifest ties it to its position: a chunk
-damaged, deleted or copied from elsewhere is named instead of read, and resuming computes
-its cells again; an array's metadata that cannot be read is rebuilt from the grid. A full
-disk stops the sweep with one line (``ConfigError``), keeping what reached the disk.
+damaged, deleted, copied from elsewhere or replaced by what no chunk can be (a link, a
+device, a folder, a file too large) is named instead of read, and resuming computes its
+cells again; metadata that cannot be read (an array's, the root's) is rebuilt from the grid,
+and an array that is missing is rebuilt empty, its cells computed again. A full disk stops
+the sweep with one line (``ConfigError``), keeping what reached the disk.
 
 Read it with plain xarray: ``xr.open_zarr(path)``.
 """
@@ -24,7 +27,6 @@ import contextlib
 import errno
 import json
 import logging
-import os
 import shutil
 import warnings
 from pathlib import Path
@@ -35,15 +37,9 @@ import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
 
 from pipeline.results import FORMAT, Found, Schema, Variable, damage, found, manifest
-from pipeline.results.durable import (
-    DurableStore,
-    is_temporary,
-    sync,
-    sync_tree,
-    write_atomically,
-)
-from pipeline.results.paths import arrays, problem
-from pipeline.sweep import repair
+from pipeline.results.durable import DurableStore, is_temporary, sync_tree, write_atomically
+from pipeline.results.paths import finished, problem, root_problem, structure
+from pipeline.sweep import repair, replace
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import Grid
 
@@ -129,6 +125,43 @@ def _disk_space(path: Path):
         ) from None
 
 
+def _refuse_to_discard(path: Path) -> None:
+    """``overwrite=true`` on a store whose cells this run could keep: ``ConfigError`` (one
+    line) if it holds any finished cell."""
+    n = finished(path)
+    if n:
+        raise ConfigError(
+            "overwrite",
+            f"{path} holds {n:,} finished cells that this run keeps; overwrite=true never "
+            "deletes them: run without it to resume (damaged cells are computed again), or "
+            "remove the store yourself to compute every cell again",
+        )
+
+
+def _check_rootless(path: Path, what: Found, schema: Schema, grid: Grid, overwrite) -> bool:
+    """``ResultStore.check`` of a store whose root metadata is lost or cannot be read:
+    resumed (its root rebuilt from the grid) where its arrays fit ``grid``; replaced with
+    ``overwrite`` only if it holds no finished cell; refused otherwise."""
+    misfit = repair.misfit(path, template(schema, grid, {})[0])
+    if not misfit and overwrite:
+        _refuse_to_discard(path)
+    if not misfit:
+        return not overwrite
+    n = finished(path)
+    if overwrite and not n:
+        return False
+    held = f"it holds {n:,} finished cells" if n else "it holds no finished cell"
+    advice = (
+        "run the command that made it to repair it, or give another store="
+        if n
+        else "give another store=, or overwrite=true to replace it"
+    )
+    raise ConfigError(
+        "store",
+        f"{path} {what.value}, and it is no store of this grid ({misfit}); {held}: {advice}",
+    )
+
+
 class ResultStore:
     """The store of one sweep, with an in-memory mirror of every cell variable.
 
@@ -163,37 +196,34 @@ class ResultStore:
 
     @staticmethod
     def check(path: Path, schema: Schema, grid: Grid, *, overwrite: bool = False) -> bool:
-        """Whether ``path`` holds a store of ``grid`` to resume; reads, never writes.
+        """Whether ``path`` holds a store of ``grid`` to resume (or to grow); reads, never
+        writes.
 
         Raises ``ConfigError`` (one line, the words ``analyze`` uses) when ``path`` holds
-        something else: anything but a results store always; a half-made or unreadable
-        store, one of an older layout or of another grid unless ``overwrite`` replaces it.
-        A damaged store of ``grid`` (``pipeline.results.damage``) is resumed and repaired,
-        or replaced with ``overwrite`` (which then reads every chunk).
+        something else: anything but a results store always; a store of an older layout or
+        of another grid unless ``overwrite`` replaces it. A store of ``grid``, or one that
+        ``grid`` grows, is resumed, whatever its damage (repaired: see ``open``), and so is
+        one whose root metadata is lost but whose arrays fit ``grid``; ``overwrite`` never
+        deletes the finished cells of such a store: it is refused while there are any.
         """
         path = Path(path)
         what = found(path)
         if what in (Found.MISSING, Found.EMPTY):
             return False
-        replaceable = (Found.HALF_MADE, Found.UNREADABLE, Found.OLD)
-        if what is not Found.RESULTS and (what not in replaceable or not overwrite):
-            raise ConfigError("store", problem(path, what))
-        if what is not Found.RESULTS:
+        if what in (Found.ROOTLESS, Found.UNREADABLE):
+            return _check_rootless(path, what, schema, grid, overwrite)
+        if what is Found.OLD and overwrite:
             return False
+        if what is not Found.RESULTS:
+            raise ConfigError("store", problem(path, what))
         stored = zarr.open_group(path, mode="r", use_consolidated=False).attrs["grid"]
-        missing = sorted(set(schema.variables) - set(arrays(path)))
-        if missing and not overwrite:
-            raise ConfigError(
-                "store",
-                f"{path} was written by an older version of the pipeline (it lacks "
-                f"{', '.join(missing)}); pass overwrite=true to compute it again",
-            )
-        if stored == grid.fingerprint() and not missing:
-            return not (overwrite and damage(path))
+        if stored == grid.fingerprint() or grid.grows(json.loads(stored)):
+            if overwrite:
+                _refuse_to_discard(path)
+                return False
+            return True
         if overwrite:
             return False
-        if not missing and grid.grows(json.loads(stored)):
-            return True
         raise ConfigError(
             "store",
             f"{path} holds a different sweep: "
@@ -205,19 +235,22 @@ class ResultStore:
     def open(
         cls, path: Path, schema: Schema, grid: Grid, attrs: dict, *, overwrite: bool = False
     ) -> ResultStore:
-        """Resume the store of ``grid`` at ``path``, or create it (see ``check``), after
-        removing what killed creators left beside it.
+        """Resume the store of ``grid`` at ``path``, grow it, or create it (see ``check``),
+        after putting back what killed replacements left beside it (``replace.recover``).
 
-        Resuming rebuilds from the grid the metadata of arrays that cannot be read, then
+        Resuming rebuilds from the grid the root metadata and the metadata of arrays that
+        cannot be read (or are missing: rebuilt empty, their cells computed again), then
         reads the store chunk by chunk: the cells of a chunk that cannot be trusted (see
         ``pipeline.results.damage``) are not done (they are computed again, and the chunk
         rewritten at the next flush), and coordinates that cannot be trusted are rewritten
         from the grid. ``ConfigError`` (one line) if the disk is full."""
         path = Path(path)
-        repair.remove_stale_creations(path)
         with _disk_space(path):
+            replace.recover(path)
             if not cls.check(path, schema, grid, overwrite=overwrite):
                 return cls._create(path, schema, grid, attrs)
+            if root_problem(path):
+                repair.rebuild_root(path, *template(schema, grid, {"runs": [], **attrs}))
             if zarr.open_group(path, mode="r").attrs["grid"] != grid.fingerprint():
                 cls._grow(path, schema, grid)
             return cls._resume(path, schema, grid)
@@ -226,9 +259,9 @@ class ResultStore:
     def _grow(cls, path: Path, schema: Schema, grid: Grid) -> None:
         """Make the store at ``path`` the store of ``grid``, which holds every cell of the
         store's grid and more (``Grid.grows``): every stored value placed at its coordinates
-        in the larger grid, to the last bit, the new cells not done; written aside and
-        renamed into place as a new store is. A damaged store is repaired first, by the
-        command that made it."""
+        in the larger grid, to the last bit, the new cells not done; written aside and put
+        in place as a new store is, the old one aside until the grown one is in place. A
+        damaged store is repaired first, by the command that made it."""
         damaged = damage(path)
         if damaged:
             raise ConfigError(
@@ -236,7 +269,7 @@ class ResultStore:
                 f"{path} is damaged ({repair.damage_reasons(damaged)}); run the command that "
                 "made it to repair it, then this one to grow it",
             )
-        old = xr.open_zarr(path, consolidated=False).load()
+        old = xr.open_zarr(path, consolidated=False, chunks=None).load()
         kept = {k: v for k, v in old.attrs.items() if k not in ("grid", "format", "kind")}
         new, _ = template(schema, grid, kept)
         for name, variable in schema.variables.items():
@@ -249,29 +282,35 @@ class ResultStore:
 
     @classmethod
     def _resume(cls, path: Path, schema: Schema, grid: Grid) -> ResultStore:
-        """``open`` of a store ``check`` found to resume."""
+        """``open`` of a store ``check`` found to resume, its root metadata readable."""
         for file in path.rglob("*"):
             if is_temporary(file.name):  # of a flush that was interrupted
                 file.unlink(missing_ok=True)
         dataset, encoding = template(schema, grid, {})
-        broken = {name: why for name, why in arrays(path).items() if why and name in dataset}
+        broken = {c.array: c.error for c in structure(path) if c.array in dataset}
+        lost = {n for n in broken if n in schema.variables and not (path / n).is_dir()}
         if broken:
-            repair.rebuild_metadata(path, dataset, encoding, list(broken))
+            repair.rebuild_metadata(path, dataset, encoding, sorted(broken))
             log.warning(
-                "%s: the metadata of %s could not be read (%s); rebuilt from the grid",
+                "%s: %s; rebuilt from the grid%s",
                 path,
-                ", ".join(broken),
-                "; ".join(broken.values()),
+                "; ".join(f"the metadata of {name}: {why}" for name, why in broken.items()),
+                f" ({', '.join(sorted(lost))} empty: their cells are computed again)"
+                if lost
+                else "",
             )
         damaged = [c for c in damage(path) if c.position is not None]
+        repair.clear_chunk_paths(path, damaged)
         group = zarr.open_group(store=DurableStore(path), mode="r+", use_consolidated=False)
         skip = {c.position[:2] for c in damaged if c.array in schema.variables}
+        if lost:
+            skip |= set(np.ndindex(dataset["done"].shape[:2]))
         arrays_read, unread = repair.read_chunks(group, dataset, schema, skip)
         entries, behind = repair.settled_manifests(path, damaged)
         store = cls(path, schema, grid, group, arrays_read, entries)
         store._behind = behind
         store._dirty = unread  # rewritten, not done, at the first flush
-        if unread:
+        if unread and not lost:
             log.warning(
                 "%s: chunks of %s cannot be read; their cells are computed again: %s",
                 path,
@@ -280,37 +319,38 @@ class ResultStore:
                 or "unreadable",
             )
         coordinates = {c.array for c in damaged if c.array in dataset} - set(schema.variables)
+        coordinates |= set(broken) - set(schema.variables)
         for name in sorted(coordinates):
             group[name][...] = dataset[name].values
             log.warning("%s: %s could not be read; rewritten from the grid", path, name)
         store._commit()
+        _consolidate(store._files)  # of the metadata as it now is
         return store
 
     @classmethod
     def _create(
         cls, path: Path, schema: Schema, grid: Grid, attrs: dict, values: xr.Dataset | None = None
     ) -> ResultStore:
-        """A new store: written beside ``path``, fsynced and renamed into place (replacing
-        what ``check`` allowed to replace), so no interruption leaves a half-made store.
-        ``values``: the Dataset to write instead of the grid's empty one (a grown store)."""
+        """A new store: written beside ``path``, fsynced and put in place of what is there
+        (what ``check`` allowed to replace), the old store renamed aside until the new one
+        is in place (``replace.install``), so no interruption leaves a half-made store or
+        loses the old one. ``values``: the Dataset to write instead of the grid's empty one
+        (a grown store, which holds the old one's cells)."""
         dataset, encoding = template(schema, grid, {"runs": [], **attrs})
         if values is not None:
             dataset = values
-        aside = path.with_name(f".{path.name}.{os.getpid()}.creating")
-        if aside.exists():
-            shutil.rmtree(aside)
+        aside = replace.beside(path, "creating")
         try:
             dataset.to_zarr(aside, mode="w", encoding=encoding, consolidated=False)
+            replace.reached("written")
             _consolidate(aside)
             manifest.write(aside, manifest.scan(aside), list(dataset.variables))
             sync_tree(aside)
+            replace.reached("synced")
         except BaseException:
             shutil.rmtree(aside, ignore_errors=True)
             raise
-        if path.exists():
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-        aside.rename(path)
-        sync(path.parent)
+        replace.install(aside, path, grown=values is not None)
         arrays_made = {name: dataset[name].values.copy() for name in schema.variables}
         group = zarr.open_group(store=DurableStore(path), mode="r+", use_consolidated=False)
         return cls(path, schema, grid, group, arrays_made, manifest.load(path).entries)

@@ -79,13 +79,12 @@ def test_command_line(smoke, tmp_path, capsys):
         ),
         (
             tmp_path / "r",
-            "is a directory but no zarr store; give another path (store=): a sweep "
-            "never writes into a folder that holds something else",
+            "is a directory but no zarr store; give the path of a sweep's results store",
         ),
         (
             foreign,
-            "is a zarr store of another program; give another path (store=): "
-            "overwrite=true never replaces another program's data",
+            "is a zarr store of another program; it was not written by a sweep of this "
+            "pipeline: give the path of one",
         ),
     ]:
         assert main([str(path)]) == 2
@@ -108,8 +107,8 @@ def test_a_store_of_the_old_layout_is_refused(smoke, tmp_path, capsys):
     assert main([str(old)]) == 2
     assert capsys.readouterr().err == (
         f"error: {old} is a results store of an older layout (layout 1; this pipeline reads "
-        "layout 2, with the method and setting dims: see the README's release notes); run its "
-        "sweep again with overwrite=true to replace it\n"
+        "layout 2, with the method and setting dims: see the README's release notes); this "
+        "pipeline reads no other layout: run its sweep again with overwrite=true to replace it\n"
     )
 
 

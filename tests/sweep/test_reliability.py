@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -49,15 +50,22 @@ UNIFORM_20 = "tv/c/1/0/0/0/0/0/0"
 BELL_20 = "tv/c/0/0/0/0/0/0/0"
 DIRICHLET_40 = "tv/c/2/1/0/0/0/0/0"
 BELL_40 = "tv/c/0/1/0/0/0/0/0"
+UNIFORM_40 = "tv/c/1/1/0/0/0/0/0"
+DIRICHLET_20 = "tv/c/2/0/0/0/0/0/0"
 PAIR = 48
 """Cells of one (family, n_states) of the smoke grid: the cells of one chunk."""
 RECOMPUTE = "run the same sweep command again to recompute its cells"
 REBUILD = "run the same sweep command again to rebuild it from the grid, keeping every chunk that "
-START_OVER = "(or overwrite=true to start over)"
 
 
 def _cut(file: Path) -> None:
     file.write_bytes(file.read_bytes()[: file.stat().st_size // 2])
+
+
+def _replace(file: Path, by) -> None:
+    """``file`` replaced by what ``by`` makes at its path (a link, a folder)."""
+    file.unlink()
+    by(file)
 
 
 class Damage(NamedTuple):
@@ -73,53 +81,85 @@ DAMAGE = {
     "deleted chunk": Damage(
         lambda s: (s / UNIFORM_20).unlink(),
         "{s} is damaged: the tv chunk of family=uniform, n_states=20 ({s}/"
-        f"{UNIFORM_20}) cannot be read: its file is missing; {RECOMPUTE} {START_OVER}",
+        f"{UNIFORM_20}) cannot be read: its file is missing; {RECOMPUTE}",
         PAIR,
     ),
     "chunk copied to another position": Damage(
         lambda s: shutil.copyfile(s / BELL_20, s / DIRICHLET_40),
         "{s} is damaged: the tv chunk of family=dirichlet, n_states=40 ({s}/"
         f"{DIRICHLET_40}) cannot be read: its bytes are those of the chunk of family=bell, "
-        f"n_states=20 (copied or moved here); {RECOMPUTE} {START_OVER}",
+        f"n_states=20 (copied or moved here); {RECOMPUTE}",
         PAIR,
     ),
     "truncated chunk": Damage(
         lambda s: _cut(s / BELL_40),
         "{s} is damaged: the tv chunk of family=bell, n_states=40 ({s}/"
-        f"{BELL_40}) cannot be read: its checksum does not match its bytes; {RECOMPUTE} "
-        f"{START_OVER}",
+        f"{BELL_40}) cannot be read: its checksum does not match its bytes; {RECOMPUTE}",
         PAIR,
+    ),
+    "chunk linked to a device": Damage(
+        lambda s: _replace(s / UNIFORM_40, lambda f: f.symlink_to("/dev/zero")),
+        "{s} is damaged: the tv chunk of family=uniform, n_states=40 ({s}/"
+        f"{UNIFORM_40}) cannot be read: it is a symbolic link, not a file the sweep wrote; "
+        f"{RECOMPUTE}",
+        PAIR,
+    ),
+    "folder where a chunk belongs": Damage(
+        lambda s: _replace(s / DIRICHLET_20, Path.mkdir),
+        "{s} is damaged: the tv chunk of family=dirichlet, n_states=20 ({s}/"
+        f"{DIRICHLET_20}) cannot be read: it is a directory, not a file the sweep wrote; "
+        f"{RECOMPUTE}",
+        PAIR,
+    ),
+    "deleted root zarr.json": Damage(
+        lambda s: (s / "zarr.json").unlink(),
+        "{s} is damaged: the root metadata ({s}/zarr.json) cannot be read: it is missing; "
+        f"{REBUILD}verifies",
+        0,
+    ),
+    "deleted array": Damage(
+        lambda s: shutil.rmtree(s / "sparsity"),
+        "{s} is damaged: the array sparsity ({s}/sparsity) is missing; run the same sweep "
+        "command again to rebuild it and compute its cells again",
+        288,
     ),
     "truncated zarr.json": Damage(
         lambda s: _cut(s / "tv" / "zarr.json"),
         "{s} is damaged: the metadata of tv ({s}/tv/zarr.json) cannot be read: it is cut "
-        f"short or is not JSON; {REBUILD}verifies {START_OVER}",
+        f"short or is not JSON; {REBUILD}verifies",
         0,
     ),
     "empty zarr.json": Damage(
         lambda s: (s / "gamma" / "zarr.json").write_bytes(b""),
         "{s} is damaged: the metadata of gamma ({s}/gamma/zarr.json) cannot be read: it is "
-        f"empty; {REBUILD}verifies {START_OVER}",
+        f"empty; {REBUILD}verifies",
         0,
     ),
     "deleted zarr.json": Damage(
         lambda s: (s / "eps" / "zarr.json").unlink(),
         "{s} is damaged: the metadata of eps ({s}/eps/zarr.json) cannot be read: it is "
-        f"missing; {REBUILD}verifies {START_OVER}",
+        f"missing; {REBUILD}verifies",
         0,
     ),
     "truncated manifest": Damage(
-        lambda s: _cut(s / "sparsity" / "manifest.json"),
-        "{s} is damaged: the manifest of sparsity ({s}/sparsity/manifest.json) cannot be "
+        lambda s: _cut(s / "bound" / "manifest.json"),
+        "{s} is damaged: the manifest of bound ({s}/bound/manifest.json) cannot be "
         "read: it is cut short or is not JSON; run the same sweep command again to write it "
-        f"again from the chunks that read {START_OVER}",
+        "again from the chunks that read",
         0,
     ),
 }
 """Each kind of damage, on its own array or chunk, so that they also combine."""
 TOGETHER = {
-    "chunks": ["deleted chunk", "chunk copied to another position", "truncated chunk"],
+    "chunks": [
+        "deleted chunk",
+        "chunk copied to another position",
+        "truncated chunk",
+        "chunk linked to a device",
+        "folder where a chunk belongs",
+    ],
     "metadata": [
+        "deleted root zarr.json",
         "truncated zarr.json",
         "empty zarr.json",
         "deleted zarr.json",
@@ -162,18 +202,21 @@ def test_the_rerun_recomputes_exactly_the_damaged_cells(damaged, smoke, client, 
     assert tuple(map(int, counts)) == (recomputed, 288 - recomputed)
     assert not damage(store)
     assert_same_values(repaired, xr.open_zarr(smoke[0]).load())
-    for name in ("tv", "gamma", "eps", "sparsity"):  # rebuilt as the sweep wrote them
+    for name in ("tv", "gamma", "eps", "bound"):  # rebuilt as the sweep wrote them
         for file in ("zarr.json", "manifest.json"):
             assert (store / name / file).read_bytes() == (smoke[0] / name / file).read_bytes()
 
 
 @pytest.mark.parametrize("damaged", ["all"], indirect=True)
-def test_overwrite_replaces_a_damaged_store(damaged):
+def test_overwrite_never_discards_a_damaged_store_the_rerun_repairs(damaged):
     store, _ = damaged
     grid = MethodsGrid.from_config(composed())
+    with pytest.raises(ConfigError, match=r"^overwrite: .* holds 288 finished cells that this"):
+        ResultStore.check(store, SCHEMA, grid, overwrite=True)
     assert ResultStore.check(store, SCHEMA, grid)  # without overwrite: resumed and repaired
-    assert not ResultStore.check(store, SCHEMA, grid, overwrite=True)
-    assert ResultStore.open(store, SCHEMA, grid, {}, overwrite=True).n_done == 0
+    resumed = ResultStore.open(store, SCHEMA, grid, {})
+    assert resumed.n_done == 0  # an array was lost: every cell is computed again
+    resumed.flush()  # what the first flush of the rerun writes: every chunk, not done
     assert found(store) is Found.RESULTS and not damage(store)
 
 
@@ -277,6 +320,41 @@ def test_any_damage_drawn_is_named_and_repaired_to_the_clean_store(small_store, 
         ).read_bytes()
 
 
+READ_LIMIT = 1_500_000_000
+"""The address space ``--verify`` is given (``ulimit -v``): twice what it takes on a sound
+store, far less than a link to ``/dev/zero`` or a 20 GB sparse file would make it read."""
+
+
+def _limited() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (READ_LIMIT, READ_LIMIT))
+
+
+def test_a_chunk_linked_to_a_device_is_named_within_a_memory_bound(small_store, tmp_path):
+    source, _ = small_store
+    store = tmp_path / "r.zarr"
+    shutil.copytree(source, store)
+    device, sparse = store / "tv/c/0/0/0/0/0/0/0", store / "tv/c/0/1/0/0/0/0/0"
+    _replace(device, lambda f: f.symlink_to("/dev/zero"))
+    os.truncate(sparse, 20 * 10**9)  # a sparse file of 20 GB
+    verified = subprocess.run(
+        [sys.executable, "-m", "pipeline.analyze", "--verify", str(store)],
+        preexec_fn=_limited,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert verified.returncode == 1 and not verified.stderr, verified.stderr
+    assert verified.stdout.splitlines()[-1] == (
+        f"{store} is damaged: the tv chunk of family=bell, n_states=20, method=topp ({device}) "
+        "cannot be read: it is a symbolic link, not a file the sweep wrote (and 1 more chunk); "
+        "run the same sweep command again to recompute its cells"
+    )
+    assert [c.error for c in damage(store)] == [
+        "it is a symbolic link, not a file the sweep wrote",
+        "it holds 20,000,000,000 bytes, more than it can (5,515)",
+    ]
+
+
 def _flush_forever(path: Path, flushing) -> None:
     """Resume the store at ``path`` and flush every cell again and again, with new values;
     set ``flushing`` after the first flush."""
@@ -312,27 +390,34 @@ def test_flushes_killed_at_random_leave_every_chunk_sound(tmp_path):
     assert ResultStore.open(path, SCHEMA, grid, {}).n_done == len(grid.cells())
 
 
-def test_a_killed_creations_folder_is_removed_by_the_next_run(smoke, tmp_path):
+def _ended_pid() -> int:
+    """The PID of a process that has ended."""
+    with subprocess.Popen(["true"]) as ended:
+        ended.wait()
+    return ended.pid
+
+
+def test_what_killed_creators_left_is_removed_only_when_it_holds_no_finished_cell(
+    small_store, tmp_path
+):
+    source, grid = small_store
     path = tmp_path / "r.zarr"
-    killed = subprocess.run(  # a creator killed while it copies its new store into place
-        [
-            sys.executable,
-            "-c",
-            "import os, shutil, signal, sys\n"
-            "shutil.copytree(sys.argv[1], sys.argv[2] % os.getpid())\n"
-            "os.kill(os.getpid(), signal.SIGKILL)",
-            str(smoke[0]),
-            str(tmp_path / ".r.zarr.%d.creating"),
-        ]
-    )
-    assert killed.returncode == -signal.SIGKILL
+    dead = [_ended_pid(), _ended_pid()]  # PIDs no process has now
+    empty = tmp_path / f".r.zarr.{dead[0]}.creating"  # a new store's: nothing finished
+    ResultStore.open(empty, SCHEMA, grid, {})
     with subprocess.Popen(["sleep", "60"]) as alive:
         running = tmp_path / f".r.zarr.{alive.pid}.creating"  # a creator still at work
         running.mkdir()
-        assert len(list(tmp_path.glob(".r.zarr.*.creating"))) == 2
-        ResultStore.open(path, SCHEMA, MethodsGrid.from_config(composed()), {})
-        assert sorted(p.name for p in tmp_path.iterdir()) == [running.name, "r.zarr"]
-        alive.kill()
+        try:
+            ResultStore.open(path, SCHEMA, grid, {})
+            assert sorted(p.name for p in tmp_path.iterdir()) == [running.name, "r.zarr"]
+            finished = tmp_path / f".r.zarr.{dead[-1]}.creating"  # a grown store's cells
+            shutil.copytree(source, finished)
+            with pytest.raises(ConfigError, match=rf"^store: {finished} holds 32 finished cells "):
+                ResultStore.open(path, SCHEMA, grid, {})
+            assert found(finished) is Found.RESULTS and not damage(finished)  # kept, whole
+        finally:
+            alive.kill()
 
 
 @pytest.fixture

@@ -1,3 +1,5 @@
+import shutil
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -115,21 +117,6 @@ def _foreign(path):
     zarr.open_group(path, mode="w").create_array("x", shape=(2,), dtype="f8")
 
 
-def _half_made(path, grid):
-    """What a sweep killed while creating its store left before creation was atomic: our
-    arrays and a root without attributes."""
-    ResultStore.open(path, SCHEMA, grid, {})
-    group = zarr.open_group(path, mode="r+", use_consolidated=False)
-    group.attrs.clear()
-    for name in list(group.array_keys())[5:]:
-        del group[name]
-
-
-def _unreadable(path, grid):
-    ResultStore.open(path, SCHEMA, grid, {})
-    (path / "zarr.json").write_text("{")
-
-
 def _old(path, grid):
     ResultStore.open(path, SCHEMA, grid, {})
     group = zarr.open_group(path, mode="r+", use_consolidated=False)
@@ -140,47 +127,38 @@ CASES = {
     "file": (
         lambda p, g: p.write_text("x"),
         "is a file; a store is a directory: give another path (store=)",
-        False,
+        "is a file; give the path of a sweep's results store (a folder)",
     ),
     "folder": (
         lambda p, g: (p.mkdir(), (p / "notes.txt").write_text("x")),
         "is a directory but no zarr store; give another path (store=): a sweep never "
         "writes into a folder that holds something else",
-        False,
+        "is a directory but no zarr store; give the path of a sweep's results store",
     ),
     "foreign": (
         lambda p, g: _foreign(p),
         "is a zarr store of another program; give another "
         "path (store=): overwrite=true never replaces another program's data",
-        False,
-    ),
-    "half_made": (
-        _half_made,
-        "is a half-made results store; its creation was interrupted: run "
-        "its sweep again with overwrite=true to replace it",
-        True,
-    ),
-    "unreadable": (
-        _unreadable,
-        "is a results store whose metadata cannot be read; run its "
-        "sweep again with overwrite=true to replace it",
-        True,
+        "is a zarr store of another program; it was not written by a sweep of this pipeline: "
+        "give the path of one",
     ),
     "old": (
         _old,
         "is a results store of an older layout (layout 1; this pipeline reads layout "
-        "2, with the method and setting dims: see the README's release notes); run its "
-        "sweep again with overwrite=true to replace it",
-        True,
+        "2, with the method and setting dims: see the README's release notes); this pipeline "
+        "cannot keep its cells: run its sweep again with overwrite=true to replace it",
+        "is a results store of an older layout (layout 1; this pipeline reads layout "
+        "2, with the method and setting dims: see the README's release notes); this pipeline "
+        "reads no other layout: run its sweep again with overwrite=true to replace it",
     ),
 }
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_what_a_store_path_holds_is_said_in_the_same_line_by_the_sweep_and_analyze(
+def test_what_a_store_path_holds_is_said_in_one_line_to_the_sweep_and_to_analyze(
     tmp_path, grid, case
 ):
-    make, line, replaceable = CASES[case]
+    make, line, read = CASES[case]
     path = tmp_path / "r.zarr"
     make(path, grid)
     with pytest.raises(ConfigError) as refused:
@@ -188,14 +166,153 @@ def test_what_a_store_path_holds_is_said_in_the_same_line_by_the_sweep_and_analy
     assert str(refused.value) == f"store: {path} {line}"
     with pytest.raises(StoreError) as unread:
         open_results(path)
-    assert str(unread.value) == f"{path} {line}"
-    if not replaceable:
+    assert str(unread.value) == f"{path} {read}"
+    if case != "old":  # the only one whose cells overwrite=true may discard
         with pytest.raises(ConfigError):
             ResultStore.check(path, SCHEMA, grid, overwrite=True)
         return
     assert not ResultStore.check(path, SCHEMA, grid, overwrite=True)
     ResultStore.open(path, SCHEMA, grid, {}, overwrite=True)
     assert found(path) is Found.RESULTS and not damage(path)
+
+
+def test_analyze_names_the_stores_a_folder_holds(tmp_path, grid):
+    ResultStore.open(tmp_path / "a" / "results.zarr", SCHEMA, grid, {})
+    ResultStore.open(tmp_path / "b.zarr", SCHEMA, grid, {})
+    with pytest.raises(StoreError) as unread:
+        open_results(tmp_path)
+    assert str(unread.value) == (
+        f"{tmp_path} is a directory but no zarr store; it holds the results stores "
+        f"{tmp_path / 'b.zarr'}, {tmp_path / 'a' / 'results.zarr'}: give one of them"
+    )
+
+
+@pytest.fixture(scope="module")
+def small():
+    """Two chunks per array: 16 cells of one family at two sizes."""
+    return MethodsGrid.from_config(
+        composed("grid.families=[bell]", "grid.methods={topp:[0.5,0.9]}", "grid.seeds=[0]")
+    )
+
+
+@pytest.fixture(scope="module")
+def finished(small, tmp_path_factory):
+    """A finished store of ``small``, made once: its path and what it holds."""
+    path = tmp_path_factory.mktemp("finished") / "clean.zarr"
+    return path, _filled(path, small)
+
+
+def _computed_again(resumed: ResultStore, clean: xr.Dataset) -> None:
+    """The cells a resumed store lacks computed again: it ends sound and equal to ``clean``."""
+    for cell in resumed.todo():
+        resumed.record(cell, fake_values(cell, resumed.grid))
+    resumed.flush()
+    assert not damage(resumed.path)
+    repaired = xr.open_zarr(resumed.path).load()
+    xr.testing.assert_identical(repaired.drop_attrs(), clean.drop_attrs())
+
+
+def _filled(path, grid, cells=None) -> xr.Dataset:
+    store = ResultStore.open(path, SCHEMA, grid, {})
+    for cell in grid.cells() if cells is None else cells:
+        store.record(cell, fake_values(cell, grid))
+    store.flush()
+    return xr.open_zarr(path).load()
+
+
+LOST_ROOTS = {
+    "deleted": lambda path: (path / "zarr.json").unlink(),
+    "cut short": lambda path: (path / "zarr.json").write_text("{"),
+    "attributes cleared": lambda path: zarr.open_group(
+        path, mode="r+", use_consolidated=False
+    ).attrs.clear(),
+}
+
+
+@pytest.mark.parametrize("lose", LOST_ROOTS)
+def test_a_lost_root_is_named_and_rebuilt_from_the_grid_keeping_every_cell(
+    tmp_path, small, finished, lose
+):
+    grid, path, (source, clean) = small, tmp_path / "r.zarr", finished
+    shutil.copytree(source, path)
+    LOST_ROOTS[lose](path)
+    assert found(path) in (Found.ROOTLESS, Found.UNREADABLE)
+    (first, *_) = damage(path)
+    assert (first.array, first.file) == ("", "zarr.json")
+    assert damage_line(path, damage(path)).endswith(
+        "; run the same sweep command again to rebuild it from the grid, keeping every chunk "
+        "that verifies"
+    )
+    assert ResultStore.check(path, SCHEMA, grid)  # resumed, not replaced
+    assert ResultStore.open(path, SCHEMA, grid, {"note": "rebuilt"}).todo() == []
+    assert found(path) is Found.RESULTS and not damage(path)
+    repaired = xr.open_zarr(path).load()
+    xr.testing.assert_identical(repaired.drop_attrs(), clean.drop_attrs())
+    assert repaired.attrs["note"] == "rebuilt" and repaired.attrs["grid"] == grid.fingerprint()
+
+
+def test_a_lost_root_of_another_grid_is_refused_naming_its_finished_cells(tmp_path, small):
+    grid, path = small, tmp_path / "r.zarr"
+    _filled(path, grid, grid.cells()[:5])
+    (path / "zarr.json").unlink()
+    other = MethodsGrid.from_config(composed("grid.methods={topp:[0.5,0.7]}"))
+    for overwrite in (False, True):
+        with pytest.raises(ConfigError) as refused:
+            ResultStore.check(path, SCHEMA, other, overwrite=overwrite)
+        assert str(refused.value) == (
+            f"store: {path} is a results store that has lost its root metadata (zarr.json), "
+            "and it is no store of this grid (family is ['bell'], the grid's ['bell', 'uniform', "
+            "'dirichlet']); it holds 5 finished cells: run the command that made it to repair "
+            "it, or give another store="
+        )
+
+
+@pytest.mark.parametrize("array", ["tv", "done", "family"])
+def test_a_missing_array_is_named_rebuilt_and_only_its_cells_computed_again(
+    tmp_path, small, finished, array
+):
+    grid, path, (source, clean) = small, tmp_path / "r.zarr", finished
+    shutil.copytree(source, path)
+    shutil.rmtree(path / array)
+    (missing,) = damage(path)
+    assert missing.array == array and missing.error == "it is missing"
+    variable = array in SCHEMA.variables
+    assert damage_line(path, [missing]) == (
+        f"{path} is damaged: the array {array} ({path}/{array}) is missing; run the same sweep "
+        "command again to rebuild it and compute its cells again"
+        if variable
+        else f"{path} is damaged: the metadata of {array} ({path}/{array}/zarr.json) cannot be "
+        "read: it is missing; run the same sweep command again to rebuild it from the grid, "
+        "keeping every chunk that verifies"
+    )
+    resumed = ResultStore.open(path, SCHEMA, grid, {})
+    assert len(resumed.todo()) == (len(grid.cells()) if variable else 0)
+    _computed_again(resumed, clean)
+
+
+def test_overwrite_never_deletes_the_finished_cells_of_the_same_sweep(tmp_path, grid):
+    path = tmp_path / "r.zarr"
+    clean = _filled(path, grid, grid.cells()[:3])
+    larger = MethodsGrid.from_config(
+        composed(
+            "grid.n_states={bell:[20,40],uniform:[20],dirichlet:[40]}",
+            "grid.methods={topp:[0.5,0.9],topk:[3]}",
+            "grid.seeds=[0,1,2]",
+        )
+    )
+    for same in (grid, larger):  # resumed, or grown: either keeps the cells
+        with pytest.raises(ConfigError) as refused:
+            ResultStore.check(path, SCHEMA, same, overwrite=True)
+        assert str(refused.value) == (
+            f"overwrite: {path} holds 3 finished cells that this run keeps; overwrite=true "
+            "never deletes them: run without it to resume (damaged cells are computed again), "
+            "or remove the store yourself to compute every cell again"
+        )
+    kept = xr.open_zarr(path).load()
+    xr.testing.assert_identical(kept, clean)
+    empty = tmp_path / "e.zarr"
+    ResultStore.open(empty, SCHEMA, grid, {})
+    assert not ResultStore.check(empty, SCHEMA, grid, overwrite=True)  # nothing to lose
 
 
 def test_a_new_store_is_written_aside_and_renamed_into_place(tmp_path, grid):
@@ -235,20 +352,14 @@ def test_damaged_chunks_are_named_and_only_their_cells_computed_again(tmp_path, 
     assert damage_line(path, damaged) == (
         f"{path} is damaged: the done chunk of family=dirichlet, n_states=40 "
         f"({path}/done/c/2/1/0/0/0/0) cannot be read: its checksum does not match its bytes "
-        "(and 2 more chunks); run the same sweep command again to recompute its cells (or "
-        "overwrite=true to start over)"
+        "(and 2 more chunks); run the same sweep command again to recompute its cells"
     )
     resumed = ResultStore.open(path, SCHEMA, grid, {})
     todo = resumed.todo()
     assert todo == [
         c for c in grid.cells() if (c.family, c.n_states) in {("bell", 40), ("dirichlet", 40)}
     ]
-    for cell in todo:
-        resumed.record(cell, fake_values(cell, grid))
-    resumed.flush()
-    assert not damage(path)
-    repaired = xr.open_zarr(path).load()
-    xr.testing.assert_identical(repaired.drop_attrs(), clean.drop_attrs())
+    _computed_again(resumed, clean)
 
 
 def test_overwrite_replaces_a_damaged_store(tmp_path, grid):

@@ -273,9 +273,10 @@ class SweepConfig:
     store: Optional[str] = None  # noqa: UP045
     """The results store's path (default ``outputs/<experiment>/results.zarr``)."""
     overwrite: bool = False
-    """Replace a store made from a different grid, or a damaged one, instead of refusing or
-    repairing it (a rerun repairs a damaged store of the same grid, keeping every chunk that
-    verifies)."""
+    """Replace a store of another sweep (another grid, an older layout) instead of refusing
+    it. Never deletes the finished cells of this same sweep (a store this run resumes or
+    grows): refused while there are any; a rerun without it repairs a damaged store, keeping
+    every chunk that verifies."""
     performance_report: bool = False
     """Save Dask's performance report of the computation (HTML: task stream, worker profile,
     bandwidth) beside the store, as ``<store name>_performance.html``."""
