@@ -19,7 +19,7 @@ from pipeline.results import (
     require_results,
 )
 from pipeline.results.base import text_table
-from pipeline.results.paths import ROOT, Chunk, chunks
+from pipeline.results.verify import ROOT, Chunk, chunks
 
 
 def default_output(store: Path) -> Path:
@@ -128,7 +128,7 @@ def _damaged(chunk: Chunk) -> str:
 
 
 def verify(store) -> tuple[str, bool]:
-    """The whole store at ``store`` checked (``pipeline.results.paths.chunks``: its root
+    """The whole store at ``store`` checked (``pipeline.results.verify.chunks``: its root
     metadata, every array its kind requires, every chunk read within its bound and held
     against its array's manifest): a table, per array, of its chunks and those that cannot
     be trusted (where, or which of its files cannot be read, or that it is missing, and

@@ -33,7 +33,8 @@ from pipeline.results.base import (
     status_variables,
 )
 from pipeline.results.kinds import KINDS, Kind, schema
-from pipeline.results.paths import Found, damage, damage_line, found, require_results
+from pipeline.results.paths import Found, found, require_results
+from pipeline.results.verify import damage, damage_line
 
 
 def open_results(path) -> xr.Dataset:

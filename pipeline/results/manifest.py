@@ -7,7 +7,7 @@ beside its ``zarr.json``, a ``manifest.json`` listing every chunk file the sweep
 its key (``c/0/1/0/0/0/0/0``: the chunk's position) with the CRC-32 of its bytes (zarr
 reads neither the file nor anything else in that folder but ``zarr.json`` and ``c/``). A
 file whose checksum is not among its key's entries, a listed file that is missing and a
-file where none is listed are damage (``pipeline.results.paths.damage`` names them).
+file where none is listed are damage (``pipeline.results.verify.damage`` names them).
 
 A flush writes its chunks to temporary files, then the manifests accepting the old and the
 new bytes of each (a list of checksums; None: no file), then renames the chunks into place,
@@ -36,8 +36,9 @@ MANIFEST = "manifest.json"
 VERSION = 1
 
 Entries = dict[str, list[str | None]]
-"""Chunk key in the store -> the checksums its file may have (None: no file); a key not
-listed has no file."""
+"""Chunk key in the store -> the checksums its file may have (None: no file; none at all:
+no file can be trusted there, an array rebuilt whose chunks are not yet written again); a
+key not listed has no file."""
 
 
 MAX_FILE_BYTES = 1 << 28

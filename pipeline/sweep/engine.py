@@ -200,7 +200,7 @@ def _locked(
     log_file: Path | None,
 ) -> Outcome:
     """``sweep`` with the store's lock held (and its folder, once the store exists)."""
-    recover(store)  # what a killed replacement of the store left, before any cluster starts
+    recover(store, locked=True)  # what a killed replacement left, before any cluster starts
     ResultStore.check(store, kind.SCHEMA, grid, overwrite=cfg.overwrite)  # as it is now
     known = client is None and worker_memory(cfg.cluster) is not None
     started = (

@@ -18,50 +18,50 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import MemoryStore
 
 from pipeline.results import Schema, manifest
-from pipeline.results.durable import write_durably
-from pipeline.results.manifest import file_problem
-from pipeline.results.paths import Chunk, arrays, chunk_limit
+from pipeline.results.durable import sync_all, write_durably
+from pipeline.results.paths import arrays
+from pipeline.results.verify import Chunk
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import Grid
 
 log = logging.getLogger("pipeline.sweep")
 
 
-def misfit(path: Path, dataset: xr.Dataset) -> str:
-    """Why the arrays of the store at ``path`` are not those of the grid's ``dataset`` (a
-    shape, or a coordinate's values, that differs), in a few words; "" if they fit. Arrays
-    that cannot be read are passed over: the grid rebuilds them."""
-    names = set(arrays(path)) & set(dataset.variables)
-    for name in sorted(names, key=lambda name: (name not in dataset.coords, name)):
-        try:
-            array = zarr.open_array(path / name, mode="r")
-            if name in dataset.coords and not any(
-                file_problem(file, chunk_limit(array))
-                for file in manifest.chunk_files(path, [name]).values()
-            ):
-                values, wanted = np.asarray(array[...]).tolist(), dataset[name].values.tolist()
-                if values != wanted:
-                    return f"{name} is {values}, the grid's {wanted}"
-        except Exception:  # metadata or a chunk that cannot be read: rebuilt from the grid
-            continue
-        if array.shape != dataset[name].shape:
-            return f"{name} has the shape {array.shape}, the grid's {dataset[name].shape}"
-    return ""
+def _rendered(dataset: xr.Dataset, encoding: dict) -> zarr.Group:
+    """The grid's template written to memory: the metadata a store of it has."""
+    memory = MemoryStore()
+    dataset.to_zarr(memory, mode="w", encoding=encoding, consolidated=False)
+    return zarr.open_group(memory, mode="r", use_consolidated=False)
+
+
+def _metadata_bytes(node) -> bytes:
+    return node.metadata.to_buffer_dict(default_buffer_prototype())["zarr.json"].to_bytes()
 
 
 def rebuild_root(path: Path, dataset: xr.Dataset, encoding: dict) -> None:
     """Write the root metadata (``zarr.json``: the attributes, the grid's among them) of the
     store at ``path`` as the grid's template has it, leaving its arrays as they are."""
-    memory = MemoryStore()
-    dataset.to_zarr(memory, mode="w", encoding=encoding, consolidated=False)
-    group = zarr.open_group(memory, mode="r", use_consolidated=False)
-    metadata = group.metadata.to_buffer_dict(default_buffer_prototype())
-    write_durably({path / "zarr.json": metadata["zarr.json"].to_bytes()})
+    write_durably({path / "zarr.json": _metadata_bytes(_rendered(dataset, encoding))})
     log.warning(
-        "%s: its root metadata (zarr.json) could not be read; rebuilt from the grid (the "
-        "runs before this one are no longer listed)",
+        "%s: its root metadata (zarr.json) could not be read; rebuilt from the grid, which "
+        "its done array names (the runs before this one are no longer listed)",
         path,
     )
+
+
+def unfinish(path: Path, pairs: set[tuple[int, int]] | None = None) -> None:
+    """Mark the cells of ``pairs`` of the first two dims (None: every cell) not done on disk,
+    before anything that stands in for their lost values is written: their ``done`` chunk
+    files removed (a missing chunk reads as not done), the folders fsynced. A kill at any
+    moment of a repair then leaves them to compute again, never done with a value
+    missing."""
+    folders = set()
+    for key, file in manifest.chunk_files(path, ["done"]).items():
+        position = tuple(int(k) for k in key.split("/")[2:4])
+        if pairs is None or position in pairs:
+            file.unlink()
+            folders.add(file.parent)
+    sync_all(folders)
 
 
 def clear_chunk_paths(path: Path, damaged: list[Chunk]) -> None:
@@ -81,15 +81,21 @@ def clear_chunk_paths(path: Path, damaged: list[Chunk]) -> None:
             where.rmdir()
 
 
-def rebuild_metadata(path: Path, dataset: xr.Dataset, encoding: dict, names: list[str]) -> None:
+def rebuild_metadata(
+    path: Path, dataset: xr.Dataset, encoding: dict, names: list[str], missing: set[str]
+) -> None:
     """Write the metadata (``zarr.json``) of the arrays ``names`` as the grid's template has
-    it, leaving their chunks as they are."""
-    memory = MemoryStore()
-    dataset.to_zarr(memory, mode="w", encoding=encoding, consolidated=False)
-    group = zarr.open_group(memory, mode="r", use_consolidated=False)
+    it, leaving their chunks as they are. An array in ``missing`` (its folder was gone) gets
+    a manifest accepting no file at any of its chunks' keys, written first: until its
+    chunks are written again, every one is damage (a missing chunk would read as the fill
+    value), whatever interrupts the repair."""
+    group = _rendered(dataset, encoding)
+    for name in sorted(missing):
+        array = group[name]
+        keys = (array.metadata.encode_chunk_key(p) for p in np.ndindex(array.cdata_shape))
+        manifest.write(path, {f"{name}/{key}": [] for key in keys}, [name])
     for name in names:
-        metadata = group[name].metadata.to_buffer_dict(default_buffer_prototype())
-        write_durably({path / name / "zarr.json": metadata["zarr.json"].to_bytes()})
+        write_durably({path / name / "zarr.json": _metadata_bytes(group[name])})
 
 
 def read_chunks(

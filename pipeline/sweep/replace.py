@@ -11,10 +11,11 @@ path: the old one at the path or aside, or the new one at the path.
 ``recover`` (run by the next sweep of the path, with its lock held) puts back what a killed
 replacement left: a store aside with nothing at the path is renamed back (the old store,
 whole: the rerun grows or replaces it again); a folder left beside the path is deleted only
-where it is provably redundant: it holds no finished cell, or every one of its finished cells
-is in the store at the path with the same values, or ``overwrite=true`` asked for it to go and
-its replacement is in place. Anything else is kept and named in one line, with the commands
-that keep or drop it.
+where it is provably redundant: it has no ``done`` array (never written, or removed first by
+a deletion), or every one of its finished cells is in the sound store at the path with the
+same values, or ``overwrite=true`` asked for it to go and a store of another sweep is in its
+place. Anything else (a flag or a file it cannot read, a cell the store lacks) is kept and
+named in one line, with the commands that keep or drop it.
 
 Each step is a named point (``POINTS``) where a test kills the process: with the environment
 variable ``PIPELINE_KILL_AT`` set to a point's name, the process sends itself SIGKILL there.
@@ -33,9 +34,11 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from pipeline.results import Found, found, kind_of, schema
+from pipeline.results import Found, damage, found, kind_of, schema
 from pipeline.results.durable import sync
 from pipeline.results.manifest import file_problem
+from pipeline.results.paths import attributes
+from pipeline.results.verify import finished
 from pipeline.sweep.config import ConfigError
 
 log = logging.getLogger("pipeline.sweep")
@@ -45,7 +48,7 @@ KILL_AT = "PIPELINE_KILL_AT"
 POINTS = ("written", "synced", "aside", "in_place", "deleting")
 """The steps of putting a new store in place, in order: the new store written aside, then
 fsynced (``pipeline.sweep.store``), the old one renamed aside, the new one renamed into
-place, the old one partly deleted."""
+place, the old one's ``done`` array renamed away (its deletion begun)."""
 STATES = ("creating", "replaced", "discarded")
 """What a folder beside a store is: a new store being written, an old one whose cells the
 new one holds (growth), an old one ``overwrite=true`` replaces."""
@@ -64,17 +67,17 @@ def beside(path: Path, state: str, pid: int | None = None) -> Path:
 
 
 def _delete(folder: Path) -> None:
-    """Delete a store folder, its ``done`` array first: a kill part way leaves a folder with
-    no finished cell."""
-    entries = sorted(folder.iterdir(), key=lambda entry: entry.name != "done")
-    for k, entry in enumerate(entries):
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-        if k == 0:
-            reached("deleting")
-    folder.rmdir()
+    """Delete a store folder: its ``done`` array renamed away first (the folder fsynced), so
+    a kill part way leaves a folder without one, which holds no finished cell; a link is
+    removed, never followed."""
+    if folder.is_symlink():
+        folder.unlink()
+        return
+    if (folder / "done").exists():
+        os.rename(folder / "done", folder / ".done.deleted")
+        sync(folder)
+    reached("deleting")
+    shutil.rmtree(folder)
 
 
 def install(new: Path, path: Path, *, grown: bool) -> None:
@@ -116,27 +119,24 @@ class Leftover(NamedTuple):
     state: str
 
 
-def leftovers(path: Path) -> list[Leftover]:
-    """The folders beside ``path`` that replacements left and whose process is gone, by PID."""
+def leftovers(path: Path, *, locked: bool = False) -> list[Leftover]:
+    """The folders beside ``path`` that replacements left, by PID: those whose process is
+    gone, or all of them where the caller holds the store's lock (no live process can be
+    replacing it then, whatever runs under a reused PID). A link named like one is passed
+    over (never followed), with a warning."""
     if not path.parent.is_dir():
         return []
     pattern = re.compile(rf"\.{re.escape(path.name)}\.(\d+)\.({'|'.join(STATES)})")
-    found_ = []
+    left = []
     for entry in path.parent.iterdir():
         match = pattern.fullmatch(entry.name)
-        if match and entry.is_dir() and not alive(int(match[1])):
-            found_.append(Leftover(entry, int(match[1]), match[2]))
-    return sorted(found_, key=lambda leftover: leftover.pid)
-
-
-def _finished(folder: Path) -> xr.DataArray | None:
-    """The ``done`` flags of the store in ``folder``; None if it has no finished cell that
-    reads (a store half written or half deleted)."""
-    try:
-        done = xr.open_zarr(folder, consolidated=False, chunks=None)["done"].load()
-    except Exception:  # whatever a half-made store makes zarr raise: no flag that reads
-        return None
-    return done if bool(done.any()) else None
+        if not match:
+            continue
+        if entry.is_symlink() or not entry.is_dir():
+            log.warning("%s: %s is no folder a sweep left; passed over", path, entry.name)
+        elif locked or not alive(int(match[1])):
+            left.append(Leftover(entry, int(match[1]), match[2]))
+    return sorted(left, key=lambda leftover: leftover.pid)
 
 
 def _equal_where(ours: xr.DataArray, kept: xr.DataArray, done: xr.DataArray) -> bool:
@@ -148,18 +148,26 @@ def _equal_where(ours: xr.DataArray, kept: xr.DataArray, done: xr.DataArray) -> 
     return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
 
 
+UNPROVED = -1
+"""``_unkept`` of a folder that cannot be proved redundant for want of reading it."""
+
+
 def _unkept(folder: Path, path: Path) -> int:
     """How many finished cells of the store in ``folder`` the store at ``path`` lacks, or
-    holds with other values in a variable both have (0: ``folder`` is redundant). Reads
-    ``folder`` only where every file in it can be a store's (``file_problem``)."""
-    if any(file_problem(file) for file in folder.rglob("*") if not file.is_dir()):
-        return -1
-    done = _finished(folder)
-    if done is None:
+    holds with other values in a variable both have: 0 where ``folder`` is redundant (it has
+    no ``done`` array, or none of its flags is set, or every finished cell is kept);
+    ``UNPROVED`` where a file of ``folder`` is no store's file, a flag cannot be read, or the
+    store at ``path`` is damaged. Reads every file within its bound."""
+    if not (folder / "done").exists():
         return 0
-    if found(path) is not Found.RESULTS:
-        return int(done.sum())
+    files = [f for f in folder.rglob("*") if f.is_symlink() or not f.is_dir()]
+    n = None if any(file_problem(f) for f in files) else finished(folder)
+    if not n:
+        return UNPROVED if n is None else 0
+    if found(path) is not Found.RESULTS or damage(path):
+        return n
     try:
+        done = xr.open_zarr(folder, consolidated=False, chunks=None)["done"].load()
         cells = {  # the coordinates of the finished cells, along each dim
             dim: done[dim].values[done.any([d for d in done.dims if d != dim]).values]
             for dim in done.dims
@@ -168,23 +176,33 @@ def _unkept(folder: Path, path: Path) -> int:
         new = xr.open_zarr(path, consolidated=False, chunks=None)
         done = done.sel(cells)
         if not bool(new.done.sel(cells).where(done, True).all()):
-            return int(done.sum())
+            return n
         for name in set(schema(kind_of(old.attrs)).variables) & set(old.data_vars):
             ours = old[name]
             kept = new[name].sel({dim: ours[dim].values for dim in ours.dims})
             if not _equal_where(ours, kept, done):
-                return int(done.sum())
-    except Exception:  # a cell or a chunk that one of the stores cannot give: unproved
-        return int(done.sum())
+                return n
+    except Exception:  # a cell or a variable the stores cannot give: unproved
+        return n
     return 0
 
 
-def recover(path: Path) -> None:
+def _replaced_by_another(leftover: Leftover, path: Path) -> bool:
+    """Whether ``leftover`` is a store ``overwrite=true`` discarded and a store of another
+    sweep stands at ``path``: its replacement, in place."""
+    if leftover.state != "discarded" or found(path) is not Found.RESULTS:
+        return False
+    stored, discarded = attributes(path) or {}, attributes(leftover.folder) or {}
+    return stored.get("grid") != discarded.get("grid")
+
+
+def recover(path: Path, *, locked: bool = False) -> None:
     """Put back what killed replacements of the store at ``path`` left (see the module's
     docstring): a whole store aside put back where nothing is at ``path``; folders proved
-    redundant deleted. ``ConfigError`` (one line) for a folder holding finished cells that
-    ``path`` lacks: it is kept, and the line gives the commands that keep or drop it."""
-    left = leftovers(path)
+    redundant deleted. ``locked``: the caller holds the store's lock (``leftovers``).
+    ``ConfigError`` (one line) for a folder that cannot be proved redundant: it is kept, and
+    the line gives the commands that keep or drop it."""
+    left = leftovers(path, locked=locked)
     aside = [leftover for leftover in left if leftover.state != "creating"]
     if aside and not (path.exists() or path.is_symlink()):
         if len(aside) > 1:
@@ -204,14 +222,18 @@ def recover(path: Path) -> None:
         )
         left.remove(back)
     for leftover in left:
-        replaced = leftover.state == "discarded" and found(path) is Found.RESULTS
+        replaced = _replaced_by_another(leftover, path)
         unkept = 0 if replaced else _unkept(leftover.folder, path)
         if unkept:
-            cells = "files that are no store's" if unkept < 0 else f"{unkept} finished cells"
+            what = (
+                "flags or files that cannot be read"
+                if unkept == UNPROVED
+                else f"{unkept} finished cells"
+            )
             raise ConfigError(
                 "store",
-                f"{leftover.folder} holds {cells} that {path} does not (a sweep was killed "
-                f"while replacing it): to keep them, rename {path} aside and "
+                f"{leftover.folder} holds {what}, not proved to be in {path} (a sweep was "
+                f"killed while replacing it): to keep them, rename {path} aside and "
                 f"{leftover.folder.name} to {path.name}; to drop them, remove "
                 f"{leftover.folder.name}; then run the same command",
             )
@@ -220,7 +242,5 @@ def recover(path: Path) -> None:
             "%s: removed %s, left by a sweep that was killed (%s)",
             path,
             leftover.folder.name,
-            "overwrite=true replaced it"
-            if replaced
-            else "every finished cell it holds is in the store",
+            "overwrite=true replaced it" if replaced else "no finished cell the store lacks",
         )

@@ -27,6 +27,7 @@ import contextlib
 import errno
 import json
 import logging
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -38,7 +39,8 @@ from zarr.codecs import Crc32cCodec, ZstdCodec
 
 from pipeline.results import FORMAT, Found, Schema, Variable, damage, found, manifest
 from pipeline.results.durable import DurableStore, is_temporary, sync_tree, write_atomically
-from pipeline.results.paths import finished, problem, root_problem, structure
+from pipeline.results.paths import identity, problem, root_problem
+from pipeline.results.verify import finished, structure
 from pipeline.sweep import repair, replace
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import Grid
@@ -73,7 +75,8 @@ def template(schema: Schema, grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]
     """The empty Dataset of a sweep of ``schema``'s kind over ``grid``, and its encoding:
     every variable over ``grid.coords()``, ``in_grid`` where the schema has it, each
     coordinate's ``long_name``, and the attributes ``grid`` (the fingerprint), ``format``
-    and ``kind`` (read as the default kind where a store from before has none)."""
+    and ``kind`` (read as the default kind where a store from before has none); ``done``
+    keeps the fingerprint too (``_identify``)."""
     coords = grid.coords()
     data_vars, encoding = empty_variables(schema.variables, coords)
     if schema.in_grid_dims:
@@ -91,7 +94,15 @@ def template(schema: Schema, grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]
         dataset[name].attrs.update(units="1", long_name=text)
     for name in dataset.variables:
         encoding.setdefault(name, {"compressors": COMPRESSORS})
-    return dataset, encoding
+    return _identify(dataset, grid), encoding
+
+
+def _identify(dataset: xr.Dataset, grid: Grid) -> xr.Dataset:
+    """``dataset`` with the grid's fingerprint in its ``done`` array's attributes too: a
+    store whose root metadata is lost keeps its identity there
+    (``pipeline.results.paths.identity``)."""
+    dataset["done"].attrs["grid"] = grid.fingerprint()
+    return dataset
 
 
 def _consolidate(store) -> None:
@@ -127,39 +138,48 @@ def _disk_space(path: Path):
 
 def _refuse_to_discard(path: Path) -> None:
     """``overwrite=true`` on a store whose cells this run could keep: ``ConfigError`` (one
-    line) if it holds any finished cell."""
+    line) if it holds a finished cell, or flags that cannot all be read."""
     n = finished(path)
-    if n:
-        raise ConfigError(
-            "overwrite",
-            f"{path} holds {n:,} finished cells that this run keeps; overwrite=true never "
-            "deletes them: run without it to resume (damaged cells are computed again), or "
-            "remove the store yourself to compute every cell again",
-        )
+    if n == 0:
+        return
+    held = f"{n:,} finished cells" if n else "finished cells (its done flags cannot all be read)"
+    raise ConfigError(
+        "overwrite",
+        f"{path} holds {held} that this run keeps; overwrite=true never deletes them: run "
+        "without it to resume (damaged cells are computed again), or remove the store "
+        "yourself to compute every cell again",
+    )
 
 
-def _check_rootless(path: Path, what: Found, schema: Schema, grid: Grid, overwrite) -> bool:
+def _check_rootless(path: Path, what: Found, grid: Grid, overwrite) -> bool:
     """``ResultStore.check`` of a store whose root metadata is lost or cannot be read:
-    resumed (its root rebuilt from the grid) where its arrays fit ``grid``; replaced with
-    ``overwrite`` only if it holds no finished cell; refused otherwise."""
-    misfit = repair.misfit(path, template(schema, grid, {})[0])
-    if not misfit and overwrite:
-        _refuse_to_discard(path)
-    if not misfit:
+    resumed (its root rebuilt from the grid) where its ``done`` array keeps this grid's
+    fingerprint (``overwrite`` refused while it holds finished cells); replaced with
+    ``overwrite`` where it holds no finished cell; refused otherwise, in one line."""
+    kept, why = identity(path)
+    if kept == grid.fingerprint():
+        if overwrite:
+            _refuse_to_discard(path)
         return not overwrite
     n = finished(path)
-    if overwrite and not n:
+    if overwrite and n == 0:
         return False
-    held = f"it holds {n:,} finished cells" if n else "it holds no finished cell"
-    advice = (
-        "run the command that made it to repair it, or give another store="
-        if n
-        else "give another store=, or overwrite=true to replace it"
+    if kept is None:
+        other = f"its identity cannot be read either ({why})"
+    elif grid.grows(json.loads(kept)):
+        other = "and this run would grow it: run the command that made it first"
+    else:
+        other = f"and it is another sweep's ({_difference(kept, grid.fingerprint())})"
+    held = {0: "no finished cell", None: "done flags that cannot all be read"}.get(
+        n, f"{n:,} finished cells"
     )
-    raise ConfigError(
-        "store",
-        f"{path} {what.value}, and it is no store of this grid ({misfit}); {held}: {advice}",
-    )
+    if n == 0:
+        advice = "give another store=, or overwrite=true to replace it"
+    elif kept is None:
+        advice = "give another store="
+    else:
+        advice = "run the command that made it to repair it"
+    raise ConfigError("store", f"{path} {what.value}, {other}; it holds {held}: {advice}")
 
 
 class ResultStore:
@@ -201,17 +221,25 @@ class ResultStore:
 
         Raises ``ConfigError`` (one line, the words ``analyze`` uses) when ``path`` holds
         something else: anything but a results store always; a store of an older layout or
-        of another grid unless ``overwrite`` replaces it. A store of ``grid``, or one that
-        ``grid`` grows, is resumed, whatever its damage (repaired: see ``open``), and so is
-        one whose root metadata is lost but whose arrays fit ``grid``; ``overwrite`` never
-        deletes the finished cells of such a store: it is refused while there are any.
+        of another grid unless ``overwrite`` replaces it; a symbolic link (the renames that
+        put a store in place would replace the link, not its target). A store of ``grid``,
+        or one that ``grid`` grows, is resumed, whatever its damage (repaired: see
+        ``open``), and so is one whose root metadata is lost but whose ``done`` array keeps
+        this grid's fingerprint; ``overwrite`` never deletes the finished cells of such a
+        store: it is refused while there are any.
         """
         path = Path(path)
+        if path.is_symlink():
+            raise ConfigError(
+                "store",
+                f"{path} is a symbolic link (to {os.readlink(path)}): a store is put in place "
+                f"by renames, which would replace the link; give store={path.resolve()}",
+            )
         what = found(path)
         if what in (Found.MISSING, Found.EMPTY):
             return False
         if what in (Found.ROOTLESS, Found.UNREADABLE):
-            return _check_rootless(path, what, schema, grid, overwrite)
+            return _check_rootless(path, what, grid, overwrite)
         if what is Found.OLD and overwrite:
             return False
         if what is not Found.RESULTS:
@@ -277,6 +305,7 @@ class ResultStore:
                 {dim: new[dim].values for dim in variable.dims}, fill_value=_FILL[variable.dtype]
             )
             new[name] = placed.astype(new[name].dtype)
+        _identify(new, grid)
         log.info("%s: grown to the grid of this run, its %d cells kept", path, int(old.done.sum()))
         cls._create(path, schema, grid, kept, values=new)
 
@@ -287,29 +316,40 @@ class ResultStore:
             if is_temporary(file.name):  # of a flush that was interrupted
                 file.unlink(missing_ok=True)
         dataset, encoding = template(schema, grid, {})
-        broken = {c.array: c.error for c in structure(path) if c.array in dataset}
-        lost = {n for n in broken if n in schema.variables and not (path / n).is_dir()}
+        broken = {  # arrays whose metadata is missing, cannot be read or does not fit
+            c.array: c.error
+            for c in structure(path)
+            if c.array in dataset and not c.file.endswith(manifest.MANIFEST)
+        }
+        missing = {name for name in broken if not (path / name).is_dir()}
+        lost = missing & set(schema.variables)
+        if lost:
+            repair.unfinish(path)
         if broken:
-            repair.rebuild_metadata(path, dataset, encoding, sorted(broken))
+            repair.rebuild_metadata(path, dataset, encoding, sorted(broken), missing)
             log.warning(
-                "%s: %s; rebuilt from the grid%s",
+                "%s: rebuilt from the grid: %s",
                 path,
-                "; ".join(f"the metadata of {name}: {why}" for name, why in broken.items()),
-                f" ({', '.join(sorted(lost))} empty: their cells are computed again)"
-                if lost
-                else "",
+                "; ".join(
+                    f"{name}, missing: its cells are computed again"
+                    if name in lost
+                    else f"the metadata of {name} ({why})"
+                    for name, why in sorted(broken.items())
+                ),
             )
         damaged = [c for c in damage(path) if c.position is not None]
+        skip = {c.position[:2] for c in damaged if c.array in schema.variables}
+        repair.unfinish(path, skip)
         repair.clear_chunk_paths(path, damaged)
         group = zarr.open_group(store=DurableStore(path), mode="r+", use_consolidated=False)
-        skip = {c.position[:2] for c in damaged if c.array in schema.variables}
+        if identity(path)[0] != grid.fingerprint():  # a store from before it kept it there
+            group["done"].attrs["grid"] = grid.fingerprint()
         if lost:
             skip |= set(np.ndindex(dataset["done"].shape[:2]))
         arrays_read, unread = repair.read_chunks(group, dataset, schema, skip)
         entries, behind = repair.settled_manifests(path, damaged)
         store = cls(path, schema, grid, group, arrays_read, entries)
         store._behind = behind
-        store._dirty = unread  # rewritten, not done, at the first flush
         if unread and not lost:
             log.warning(
                 "%s: chunks of %s cannot be read; their cells are computed again: %s",
@@ -323,7 +363,8 @@ class ResultStore:
         for name in sorted(coordinates):
             group[name][...] = dataset[name].values
             log.warning("%s: %s could not be read; rewritten from the grid", path, name)
-        store._commit()
+        store._dirty = unread  # rewritten at once, not done (``repair.unfinish``)
+        store.flush()
         _consolidate(store._files)  # of the metadata as it now is
         return store
 

@@ -413,7 +413,9 @@ def test_what_killed_creators_left_is_removed_only_when_it_holds_no_finished_cel
             assert sorted(p.name for p in tmp_path.iterdir()) == [running.name, "r.zarr"]
             finished = tmp_path / f".r.zarr.{dead[-1]}.creating"  # a grown store's cells
             shutil.copytree(source, finished)
-            with pytest.raises(ConfigError, match=rf"^store: {finished} holds 32 finished cells "):
+            with pytest.raises(
+                ConfigError, match=rf"^store: {finished} holds 32 finished cells, not proved"
+            ):
                 ResultStore.open(path, SCHEMA, grid, {})
             assert found(finished) is Found.RESULTS and not damage(finished)  # kept, whole
         finally:

@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import subprocess
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from pipeline.results import Found, damage, found
 from pipeline.results.methods import MEASURED, SCHEMA
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
-from pipeline.sweep.replace import KILL_AT, POINTS, beside
+from pipeline.sweep.replace import KILL_AT, POINTS, beside, recover
 from pipeline.sweep.store import ResultStore
 
 from sweeping import TINY, composed, done_count, kill_group, start_sweep, sweep
@@ -31,14 +32,17 @@ def _grid(overrides) -> MethodsGrid:
     return MethodsGrid.from_config(composed(*overrides))
 
 
-def _command(path, grid: MethodsGrid, overwrite: bool = False) -> None:
+def _command(path, grid: MethodsGrid, overwrite: bool = False) -> int:
     """What a sweep does with its store: open it (create, grow, replace or resume), compute
-    the cells not done (values that reveal their cell, the same in every grid), flush."""
+    the cells not done (values that reveal their cell, the same in every grid), flush; how
+    many cells it computed."""
     store = ResultStore.open(path, SCHEMA, grid, {}, overwrite=overwrite)
-    for cell in store.todo():
+    todo = store.todo()
+    for cell in todo:
         code = float(abs(hash(tuple(cell))) % 10**6)
         store.record(cell, {"tv": np.full(grid.horizon + 1, code), "gamma": code})
     store.flush()
+    return len(todo)
 
 
 def _killed_at(point: str, path, grid: MethodsGrid, overwrite: bool = False) -> int:
@@ -55,10 +59,11 @@ def _killed_at(point: str, path, grid: MethodsGrid, overwrite: bool = False) -> 
 
 
 CASES = {
-    # case: (what is at the path before, the command's grid, overwrite, the steps it takes)
-    "create": (None, SMALL, False, ("written", "synced", "in_place")),
-    "grow": (SMALL, GROWN, False, POINTS),
-    "overwrite": (OTHER, SMALL, True, ("aside", "in_place")),  # the old store discarded
+    # case: (what is at the path before, the command's grid, overwrite, the steps it takes,
+    # the cells it computes: a grown store's first 16 are kept)
+    "create": (None, SMALL, False, ("written", "synced", "in_place"), 16),
+    "grow": (SMALL, GROWN, False, POINTS, 48 - 16),
+    "overwrite": (OTHER, SMALL, True, ("aside", "in_place"), 16),  # the old store discarded
 }
 
 
@@ -70,21 +75,21 @@ def finished(tmp_path_factory) -> dict:
     for name, overrides in {"SMALL": SMALL, "OTHER": OTHER}.items():
         stores[overrides] = root / f"{name}.zarr"
         _command(stores[overrides], _grid(overrides))
-    for case, (before, overrides, overwrite, _) in CASES.items():
+    for case, (before, overrides, overwrite, _, computed) in CASES.items():
         stores[case] = root / f"{case}.zarr"
         if before is not None:
             shutil.copytree(stores[before], stores[case])
-        _command(stores[case], _grid(overrides), overwrite)
+        assert _command(stores[case], _grid(overrides), overwrite) == computed
     return stores
 
 
 @pytest.mark.parametrize(
-    ("case", "point"), [(c, p) for c, (*_, points) in CASES.items() for p in points]
+    ("case", "point"), [(c, p) for c, (*_, points, _) in CASES.items() for p in points]
 )
 def test_a_kill_at_every_step_then_the_same_command_ends_in_the_uninterrupted_store(
     finished, tmp_path, case, point
 ):
-    before, overrides, overwrite, _ = CASES[case]
+    before, overrides, overwrite, _, computed = CASES[case]
     path = tmp_path / "r.zarr"
     if before is not None:
         shutil.copytree(finished[before], path)
@@ -96,7 +101,7 @@ def test_a_kill_at_every_step_then_the_same_command_ends_in_the_uninterrupted_st
         whole = path if path.exists() else next(tmp_path.glob(".r.zarr.*.replaced"), None)
         whole = whole or next(tmp_path.glob(".r.zarr.*.discarded"))
         assert found(whole) is Found.RESULTS and not damage(whole)
-    _command(path, _grid(overrides), overwrite)
+    assert _command(path, _grid(overrides), overwrite) == computed  # the kept cells kept
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.zarr"]
     clean, repaired = xr.open_zarr(finished[case]).load(), xr.open_zarr(path).load()
     xr.testing.assert_identical(repaired.drop_attrs(), clean.drop_attrs())
@@ -110,11 +115,10 @@ def test_a_store_left_aside_is_put_back_and_never_replaced_by_the_advice(finishe
     shutil.copytree(finished[SMALL], path)
     assert _killed_at("aside", path, _grid(GROWN)) == -signal.SIGKILL
     assert not path.exists() and len(list(tmp_path.glob(".r.zarr.*.replaced"))) == 1
-    for overwrite in (True, False):  # overwrite=true refuses: the store it would replace...
-        try:
-            _command(path, _grid(GROWN), overwrite)
-        except ConfigError as refused:  # ...is put back first, its cells this run's to keep
-            assert overwrite and "overwrite=true never deletes them" in str(refused)
+    with pytest.raises(ConfigError, match="overwrite=true never deletes them"):
+        _command(path, _grid(GROWN), overwrite=True)  # the store is put back first: its
+    assert path.exists()  # cells are this run's to keep
+    assert _command(path, _grid(GROWN)) == 48 - 16
     grown = xr.open_zarr(path).load()
     old = xr.open_zarr(finished[SMALL]).load()
     np.testing.assert_array_equal(grown.tv.sel(setting=[0.5, 0.9], seed=[0]), old.tv)
@@ -124,18 +128,54 @@ def test_a_store_left_aside_is_put_back_and_never_replaced_by_the_advice(finishe
 def test_a_folder_holding_cells_the_store_lacks_is_kept_and_named(finished, tmp_path):
     path = tmp_path / "r.zarr"
     shutil.copytree(finished[SMALL], path)
-    with multiprocessing.get_context("fork").Pool(1) as pool:  # a PID no process has now
-        dead = pool.apply(os.getpid)
-    aside = beside(path, "replaced", dead)
+    aside = beside(path, "replaced", _ended_pid())  # a PID no process has now
     shutil.copytree(finished["grow"], aside)  # more cells than the store at the path
     with pytest.raises(ConfigError) as refused:
         _command(path, _grid(SMALL))
     assert str(refused.value) == (
-        f"store: {aside} holds 48 finished cells that {path} does not (a sweep was killed while "
-        f"replacing it): to keep them, rename {path} aside and {aside.name} to r.zarr; to drop "
-        f"them, remove {aside.name}; then run the same command"
+        f"store: {aside} holds 48 finished cells, not proved to be in {path} (a sweep was "
+        f"killed while replacing it): to keep them, rename {path} aside and {aside.name} to "
+        f"r.zarr; to drop them, remove {aside.name}; then run the same command"
     )
     assert found(aside) is Found.RESULTS and not damage(aside)
+
+
+def test_under_the_lock_a_store_aside_is_put_back_whatever_runs_under_its_pid(finished, tmp_path):
+    """A PID reused by a live process does not hide the store a killed sweep put aside."""
+    path = tmp_path / "r.zarr"
+    with subprocess.Popen(["sleep", "60"]) as reused:
+        aside = beside(path, "replaced", reused.pid)
+        shutil.copytree(finished[SMALL], aside)
+        try:
+            recover(path)  # without the lock: it may be that process's, left alone
+            assert not path.exists() and aside.exists()
+            recover(path, locked=True)  # the sweep holds the lock: no process replaces it
+            assert found(path) is Found.RESULTS and not aside.exists()
+        finally:
+            reused.kill()
+
+
+def test_links_are_never_followed(finished, tmp_path):
+    target = tmp_path / "elsewhere.zarr"
+    shutil.copytree(finished[SMALL], target)
+    path = tmp_path / "r.zarr"
+    path.symlink_to(target)
+    with pytest.raises(ConfigError) as refused:
+        ResultStore.check(path, SCHEMA, _grid(SMALL))
+    assert str(refused.value) == (
+        f"store: {path} is a symbolic link (to {target}): a store is put in place by renames, "
+        f"which would replace the link; give store={target}"
+    )
+    path.unlink()
+    beside(path, "replaced", _ended_pid()).symlink_to(target)  # named like a leftover
+    recover(path, locked=True)
+    assert found(target) is Found.RESULTS and not damage(target)  # its target untouched
+
+
+def _ended_pid() -> int:
+    with subprocess.Popen(["true"]) as ended:
+        ended.wait()
+    return ended.pid
 
 
 def test_a_sweep_killed_while_its_grown_store_replaces_the_old_one_resumes(smoke, tmp_path):

@@ -1,4 +1,7 @@
+import multiprocessing
+import os
 import shutil
+import signal
 
 import numpy as np
 import pytest
@@ -251,24 +254,70 @@ def test_a_lost_root_is_named_and_rebuilt_from_the_grid_keeping_every_cell(
     assert repaired.attrs["note"] == "rebuilt" and repaired.attrs["grid"] == grid.fingerprint()
 
 
-def test_a_lost_root_of_another_grid_is_refused_naming_its_finished_cells(tmp_path, small):
-    grid, path = small, tmp_path / "r.zarr"
-    _filled(path, grid, grid.cells()[:5])
+ROOTLESS = "is a results store that has lost its root metadata (zarr.json)"
+
+
+def test_a_lost_root_is_rebuilt_only_for_the_sweep_its_done_array_names(tmp_path, small, finished):
+    """The coordinates alone do not prove a store is this sweep's: ``observe_every`` changes
+    every filtering cell and no coordinate. A store from before ``done`` kept the grid
+    cannot be proved anyone's."""
+    path = tmp_path / "r.zarr"
+    shutil.copytree(finished[0], path)
     (path / "zarr.json").unlink()
-    other = MethodsGrid.from_config(composed("grid.methods={topp:[0.5,0.7]}"))
+    other = MethodsGrid.from_config(
+        composed(
+            "grid.families=[bell]",
+            "grid.methods={topp:[0.5,0.9]}",
+            "grid.seeds=[0]",
+            "grid.observe_every=3",
+        )
+    )
+    assert other.coords().keys() == small.coords().keys()
     for overwrite in (False, True):
         with pytest.raises(ConfigError) as refused:
             ResultStore.check(path, SCHEMA, other, overwrite=overwrite)
         assert str(refused.value) == (
-            f"store: {path} is a results store that has lost its root metadata (zarr.json), "
-            "and it is no store of this grid (family is ['bell'], the grid's ['bell', 'uniform', "
-            "'dirichlet']); it holds 5 finished cells: run the command that made it to repair "
-            "it, or give another store="
+            f"store: {path} {ROOTLESS}, and it is another sweep's (observe_every is 2 in the "
+            "store but 3 in this run); it holds 16 finished cells: run the command that made "
+            "it to repair it"
         )
+    metadata = path / "done" / "zarr.json"
+    metadata.write_text(metadata.read_text().replace('"grid"', '"no_grid"'))
+    with pytest.raises(ConfigError) as refused:
+        ResultStore.check(path, SCHEMA, small)
+    assert str(refused.value) == (
+        f"store: {path} {ROOTLESS}, its identity cannot be read either (its done array was "
+        "written before it kept the grid); it holds 16 finished cells: give another store="
+    )
+
+
+def test_overwrite_refuses_flags_it_cannot_read(tmp_path, small, finished):
+    """A store whose ``done`` metadata is damaged may hold finished cells: the rerun would
+    rebuild it and keep them, so ``overwrite=true`` does not discard them."""
+    path = tmp_path / "r.zarr"
+    shutil.copytree(finished[0], path)
+    (path / "done" / "zarr.json").write_text("{")
+    with pytest.raises(ConfigError, match=r"holds finished cells \(its done flags cannot all"):
+        ResultStore.check(path, SCHEMA, small, overwrite=True)
+    assert ResultStore.open(path, SCHEMA, small, {}).n_done == 16
+
+
+def _resume_killed_at_its_flush(path, grid) -> None:
+    """``ResultStore.open`` of ``path`` in a forked process that SIGKILLs itself where the
+    resume's repairs are written (its flush)."""
+
+    def resume() -> None:
+        ResultStore.flush = lambda self: os.kill(os.getpid(), signal.SIGKILL)
+        ResultStore.open(path, SCHEMA, grid, {})
+
+    child = multiprocessing.get_context("fork").Process(target=resume)
+    child.start()
+    child.join(60)
+    assert child.exitcode == -signal.SIGKILL
 
 
 @pytest.mark.parametrize("array", ["tv", "done", "family"])
-def test_a_missing_array_is_named_rebuilt_and_only_its_cells_computed_again(
+def test_a_missing_array_is_named_rebuilt_and_its_cells_computed_again(
     tmp_path, small, finished, array
 ):
     grid, path, (source, clean) = small, tmp_path / "r.zarr", finished
@@ -285,6 +334,7 @@ def test_a_missing_array_is_named_rebuilt_and_only_its_cells_computed_again(
         "read: it is missing; run the same sweep command again to rebuild it from the grid, "
         "keeping every chunk that verifies"
     )
+    _resume_killed_at_its_flush(path, grid)  # rebuilt, not yet flushed: never done with NaN
     resumed = ResultStore.open(path, SCHEMA, grid, {})
     assert len(resumed.todo()) == (len(grid.cells()) if variable else 0)
     _computed_again(resumed, clean)
