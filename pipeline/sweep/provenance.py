@@ -121,10 +121,22 @@ def _redacted_run(run: str) -> str:
     return "/".join(REDACTED if _RUN.fullmatch(p) and looks_like_a_token(p) else p for p in parts)
 
 
+SECRET_NOUNS = frozenset(
+    ("password", "passwd", "passphrase", "pass", "pwd", "pin", "secret", "token", "key")
+)
+"""The last word of a key (split at ``_``, ``-`` and ``.``) that makes even a number under it a
+secret (``api_password: 12345``, ``pin: 1234``); a count of secret-looking things is none
+(``n_tokens: 200``, ``n_keys: 3``: their last words are plural)."""
+
+
 def _secret_key(name, value) -> bool:
     """Whether config key ``name`` holds a secret: a secret-looking name over a string or a
-    non-empty list or mapping (a number, a flag or null is none: ``n_tokens: 200``)."""
-    named = any(word in str(name).lower() for word in SECRET_WORDS)
+    non-empty list or mapping, or a number under a name that ends in a ``SECRET_NOUNS`` word (a
+    flag or null is none: ``password_auth: true``)."""
+    lowered = str(name).lower()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return re.split(r"[_.-]", lowered)[-1] in SECRET_NOUNS
+    named = any(word in lowered for word in SECRET_WORDS)
     return named and isinstance(value, str | list | dict) and bool(value)
 
 

@@ -476,6 +476,23 @@ def test_cluster_file_errors(tmp_path):
     assert_one_line_error(result, "unknown kind 'cloud'")
 
 
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("mine:\n  kind: local\n  n_workers: abc\n", r"mine.n_workers: Value 'abc' .* Integer"),
+        ("mine:\n  kind: local\n  memory_limit: [1]\n", r"mine.memory_limit: .*'list'"),
+        ("mine:\n  kind: ssh\n  security: {temporary: maybe}\n", r"mine.security.temporary: "),
+        ("mine: 5\n", r"mine: 5 is not allowed; allowed: a mapping"),
+        ("- mine\n", r"holds a list; allowed: a mapping of names to entries"),
+    ],
+)
+def test_a_wrong_typed_cluster_file_is_named_in_one_line(tmp_path, text, named):
+    (tmp_path / "dask_cluster.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=named) as error:
+        load_clusters(tmp_path / "dask_cluster.yaml")
+    assert "\n" not in str(error.value)
+
+
 def test_missing_optional_dependency(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask_jobqueue", None)  # as if it were not installed
     with pytest.raises(ConfigError) as error, connect(composed("cluster=slurm").cluster):

@@ -192,13 +192,15 @@ def test_secret_keys_are_redacted_numbers_and_flags_kept():
             "grid": {"horizon": 5},
             "training": {"n_tokens": 200},
             "api_token": "t0ken",
+            "api_password": 982451653,
+            "db": {"pin": 4271},
             "exclude_keys": [],
         }
     )
     text = public_config(cfg)
-    for value in ("hunter2", "t0ken", "/home/me/key.pem"):
+    for value in ("hunter2", "t0ken", "/home/me/key.pem", "982451653", "4271"):
         assert value not in text
-    assert text.count(REDACTED) == 4
+    assert text.count(REDACTED) == 6
     for kept in ("cert: /home/me/cert.pem", "horizon: 5", "port: 22", "n_tokens: 200"):
         assert kept in text
     assert "password_auth: true" in text and "exclude_keys: []" in text

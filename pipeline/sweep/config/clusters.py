@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 from omegaconf import OmegaConf
+from omegaconf.errors import ValidationError
 
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.config.schema import CONFIG_DIR
@@ -33,8 +34,17 @@ def load_clusters(path: Path | None = None) -> dict[str, object]:
         entries = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(CLUSTER_FILE, f"cannot read {path}: {error}") from None
+    if not isinstance(entries, dict):
+        raise ConfigError(
+            CLUSTER_FILE, f"{path} holds {_kind(entries)}; allowed: a mapping of names to entries"
+        )
     clusters = {}
     for name, entry in entries.items():
+        if not isinstance(entry, dict | None):
+            raise ConfigError(
+                f"{CLUSTER_FILE}: {name}",
+                f"{entry!r} is not allowed; allowed: a mapping with a kind ({', '.join(BACKENDS)})",
+            )
         entry = dict(entry or {})
         kind = entry.get("kind", name)
         if kind not in BACKENDS:
@@ -53,7 +63,9 @@ def load_clusters(path: Path | None = None) -> dict[str, object]:
                 )
             _check_keys(security, SecurityConfig, f"{name}.security", "security")
             entry["security"] = SecurityConfig(**security)
+            _check_types(entry["security"], f"{name}.security")
         clusters[name] = _opened(BACKENDS[kind].schema(**{**entry, "kind": kind}))
+        _check_types(clusters[name], name)
     return clusters
 
 
@@ -68,6 +80,22 @@ def _opened(entry):
         if typing.get_origin(hints[field.name]) is dict and isinstance(value, dict):
             setattr(entry, field.name, OmegaConf.create(value, flags={"struct": False}))
     return entry
+
+
+def _kind(value) -> str:
+    return "nothing" if value is None else f"a {type(value).__name__}"
+
+
+def _check_types(entry, name: str) -> None:
+    """``ConfigError`` in one line, in OmegaConf's words as for an override, where a value of
+    ``entry`` (the schema instance of entry ``name``) has a type its field does not take
+    (``n_workers: abc``), before Hydra registers the entry."""
+    try:
+        OmegaConf.structured(entry)
+    except ValidationError as error:
+        raise ConfigError(
+            f"{CLUSTER_FILE}: {name}.{error.full_key}", str(error).splitlines()[0]
+        ) from None
 
 
 def _check_keys(entry: dict, schema: type, where: str, what: str) -> None:
