@@ -37,6 +37,8 @@ METHOD_STYLES = {
     "topp": ("Blues", "o"),
     "topk": ("Oranges", "s"),
     "topp_states": ("Greens", "^"),
+    "topp_transitions": ("GnBu", "p"),
+    "topk_transitions": ("YlOrBr", "P"),
     "lowrank": ("Purples", "D"),
     "banded_lowrank": ("Reds", "v"),
 }

@@ -15,6 +15,8 @@ METHOD_TITLES = {
     "topp": "top-p",
     "topk": "top-k",
     "topp_states": "top-p states",
+    "topp_transitions": "top-p transitions",
+    "topk_transitions": "top-k transitions",
     "lowrank": "low-rank",
     "banded_lowrank": "banded low-rank",
 }

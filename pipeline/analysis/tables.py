@@ -207,6 +207,54 @@ def filtering_table(ds: xr.Dataset) -> str:
     return markdown_table(header, rows)
 
 
+TRANSITIONS_ONLY = "_transitions"
+"""The suffix of the built-in methods that truncate the transitions alone (``topp`` and
+``topp_transitions``): a store with both of a pair compares them (``emissions_table``)."""
+
+
+def emissions_table(ds: xr.Dataset) -> str:
+    """Filtering and smoothing TV at the last step (medians over seeds) of each method that
+    truncates prior, transitions and emissions beside its variant that truncates the
+    transitions alone, model by model and setting by setting: the difference is the error
+    the truncated emissions add. Empty when the store has no such pair or neither mode."""
+    modes = [m for m in ("filter", "smooth") if m in {str(v) for v in ds["mode"].values}]
+    pairs = {
+        (method, setting)
+        for method, setting in variants(ds)
+        if (method + TRANSITIONS_ONLY, setting) in set(variants(ds))
+    }
+    if not modes or not pairs:
+        return ""
+    header = ["model", "method"]
+    for mode in modes:
+        header += [f"TV {MODE_TITLES[mode]}", "transitions alone"]
+    header.append("impossible obs.")
+    rows = []
+    last = ds.isel(t=-1)
+    for family, n in models(ds):
+        for method, setting in sorted(pairs):
+            both = [
+                {"family": family, "n_states": n, "method": m, "setting": setting}
+                for m in (method, method + TRANSITIONS_ONLY)
+            ]
+            if not all(bool(ds["in_grid"].sel(where)) for where in both):
+                continue
+            row = [f"{family}, n={n}", label(method, setting)]
+            for mode in modes:
+                for where in both:
+                    cell = last.sel(where).sel(mode=mode)
+                    row.append(_number(finite_median(cell["tv"].where(cell["done"]))))
+            cell = last.sel(both[0]).sel(mode=modes[0])
+            share = finite_median(cell["impossible_observations"].where(cell["done"]))
+            row.append("-" if not np.isfinite(share) else f"{share:.0%}")
+            rows.append(row)
+    return markdown_table(header, rows) if rows else ""
+
+
+def _number(value: float) -> str:
+    return "-" if not np.isfinite(value) else f"{value:.3g}"
+
+
 def paper_table(rows: list) -> str:
     """This run beside the paper's numbers it has the setting of, matching or differing."""
     header = ["quantity", "model", "p", "mode", "paper", "this run", "", "why it differs"]

@@ -33,9 +33,11 @@ everything (``p = 1``, ``k = n``) gives exact EM.
 observed symbol can have probability zero in every state the E-step holds: smoothing scores
 the sequence ``-inf``. ``fit`` refuses such a training sequence in one line, naming it and
 the iteration, rather than skip it (the data would change from one iteration to the next,
-and their log-likelihoods no longer compare). ``emission=Categorical(hmm.emission)`` keeps
-the emissions exact: an ``Emission`` model is never approximated, so the method approximates
-only the prior and the transitions. Held-out scores are exact, and ``-inf`` is recorded
+and their log-likelihoods no longer compare). ``topp_transitions`` and ``topk_transitions``
+truncate the transitions alone (prior and emissions exact), and the message names them;
+``emission=Categorical(hmm.emission)`` keeps the emissions exact with any method: an
+``Emission`` model is never approximated, so the method approximates only the prior and the
+transitions. Held-out scores are exact, and ``-inf`` is recorded
 there. Belief pruning (``topp_states`` with ``p < 1``) is refused: smoothing does not prune.
 
 **Formats.** Dense and CSR transitions (and emission matrices) learn entry by entry, CSR on

@@ -154,7 +154,9 @@ def _check_scored(
     why, fix = (
         (
             "; top-p and top-k truncate the emissions too",
-            "emission=Categorical(hmm.emission) keeps the emissions exact",
+            f"approximation='{approximation}_transitions' truncates the transitions alone"
+            if approximation in ("topp", "topk")
+            else "emission=Categorical(hmm.emission) keeps the emissions exact",
         )
         if symbols
         else ("", "a setting that keeps more")

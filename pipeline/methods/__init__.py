@@ -6,6 +6,9 @@ naming the allowed range, and a pure ``approximate(hmm, setting) -> Approximatio
 
 - ``topp``: top-p transitions (the top-p paper), setting ``p`` in (0, 1];
 - ``topk``: top-k transitions (Vithanage et al.), setting ``k``, an integer >= 1;
+- ``topp_transitions``, ``topk_transitions``: the same rules on the transitions alone, the
+  prior and the emissions exact (Definition 4 truncates all three, so a truncated emission
+  can rule an observed symbol out);
 - ``topp_states``: belief pruning to the top-p states after every step, setting ``p``;
 - ``lowrank``: the rank-r non-negative stochastic fit of the transitions (the kernel HMMs' idea),
   setting ``r``;
@@ -25,7 +28,15 @@ methods with the same interface (``Method``) through the entry-point group
 
 from __future__ import annotations
 
-from pipeline.methods import banded_lowrank, lowrank, topk, topp, topp_states
+from pipeline.methods import (
+    banded_lowrank,
+    lowrank,
+    topk,
+    topk_transitions,
+    topp,
+    topp_states,
+    topp_transitions,
+)
 from pipeline.methods.base import Approximation, Method
 from pipeline.models.hmm import HMM
 from pipeline.plugins import PluginError, Registry
@@ -34,6 +45,8 @@ BUILTIN = {
     "topp": topp,
     "topk": topk,
     "topp_states": topp_states,
+    "topp_transitions": topp_transitions,
+    "topk_transitions": topk_transitions,
     "lowrank": lowrank,
     "banded_lowrank": banded_lowrank,
 }

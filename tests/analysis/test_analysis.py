@@ -18,7 +18,13 @@ from pipeline.analysis.readings import (
     runs_lines,
 )
 from pipeline.analysis.sequence import decoding_table, smoothing_table
-from pipeline.analysis.tables import filtering_table, front_table, mixing_table, payoff_table
+from pipeline.analysis.tables import (
+    emissions_table,
+    filtering_table,
+    front_table,
+    mixing_table,
+    payoff_table,
+)
 from pipeline.analyze import main
 from pipeline.methods import BUILTIN
 from pipeline.results.methods import SCHEMA, noise_lines, summary
@@ -452,3 +458,30 @@ def test_the_noise_line_reads_how_far_apart_the_rounds_were():
     ds["repeats"][:] = 1
     (line,) = noise_lines(ds.isel(t=-1))
     assert "Each was timed once" in line
+
+
+def test_the_emissions_section_sets_each_method_beside_its_transitions_alone(tmp_path):
+    grid = MethodsGrid.from_config(
+        composed(
+            "grid.families=[bell]",
+            "grid.n_states=[20]",
+            "grid.methods={topp:[0.5,0.9],topp_transitions:[0.5],topk:[2]}",
+            "grid.modes=[predict,filter,smooth]",
+        )
+    )
+    ds, _ = template(SCHEMA, grid, {})
+    ds["done"] = ds["done"] | ds["in_grid"]
+    full, alone = {"method": "topp", "setting": 0.5}, {"method": "topp_transitions", "setting": 0.5}
+    for mode, (tv_full, tv_alone) in {"filter": (0.6, 0.1), "smooth": (0.9, 0.2)}.items():
+        ds["tv"].loc[{**full, "mode": mode}] = tv_full
+        ds["tv"].loc[{**alone, "mode": mode}] = tv_alone
+    ds["impossible_observations"].loc[{**full, "mode": "filter"}] = 0.15
+    table = emissions_table(ds)
+    assert table.splitlines()[0].startswith("| model | method | TV filtering | transitions alone")
+    rows = [line for line in table.splitlines() if line.startswith("| bell")]
+    assert rows == ["| bell, n=20 | top-p 0.5 | 0.6 | 0.1 | 0.9 | 0.2 | 15% |"]  # no pair: no row
+    text = analyze(ds, tmp_path / "out").report.read_text()
+    assert "## What the truncated emissions cost" in text and rows[0] in text
+    ds["done"].loc[alone] = False  # a cell not done is not read
+    assert "| bell, n=20 | top-p 0.5 | 0.6 | - | 0.9 | - | 15% |" in emissions_table(ds)
+    assert emissions_table(ds.sel(mode=["predict"])) == ""

@@ -13,6 +13,7 @@ from inference import brute_force
 
 from pipeline.inference import filtering, sample
 from pipeline.learning import VARIANCE_FLOOR, Categorical, Gaussian, fit
+from pipeline.methods import approximate
 from pipeline.models import HMM, build_model
 from pipeline.operators import toarray
 
@@ -324,7 +325,8 @@ def test_a_sequence_the_approximation_rules_out_is_refused_naming_it():
     data = sample(start, 19, seed=1, n_sequences=4).observations
     refused = (
         r"^observations\[\d\] has probability zero under the topp \(p=0.5\) approximation "
-        r"of iteration 1's parameters .*emission=Categorical\(hmm.emission\) keeps"
+        r"of iteration 1's parameters .*approximation='topp_transitions' truncates the "
+        r"transitions alone$"
     )
     with pytest.raises(ValueError, match=refused) as error:
         fit(start, data, approximation="topp", setting=0.5)
@@ -333,6 +335,12 @@ def test_a_sequence_the_approximation_rules_out_is_refused_naming_it():
         start, data, approximation="topp", setting=0.5, emission=Categorical(start.emission)
     )
     assert np.isfinite(exact_emissions.history.log_likelihood).all()
+    alone = fit(start, data, approximation="topp_transitions", setting=0.5).history
+    first = approximate(start, "topp_transitions", 0.5).hmm
+    assert alone.log_likelihood[0] == pytest.approx(
+        filtering(first, data).log_evidence.sum(), rel=1e-12
+    )
+    assert np.isfinite(alone.log_likelihood).all()
 
 
 def test_a_sequence_the_initial_model_rules_out_is_refused_naming_it():

@@ -14,6 +14,7 @@ A new method adds its settings to ``SETTINGS`` and must pass every test here.
 import numpy as np
 import pytest
 
+from pipeline.inference import filtering, sample
 from pipeline.methods import BUILTIN, approximate, check_setting
 from pipeline.metrics import total_variation
 from pipeline.models import build_model
@@ -28,6 +29,8 @@ SETTINGS = {
     "topp": [0.5, 0.9, 1.0],
     "topk": [1, 3, 7],
     "topp_states": [0.6, 0.95, 1.0],
+    "topp_transitions": [0.5, 1.0],
+    "topk_transitions": [2, 7],
     "lowrank": [1, 4],
     "banded_lowrank": [1, 4],
 }
@@ -35,6 +38,8 @@ BAD = {
     "topp": ([0, 1.5, float("nan"), "0.5"], r"p must be"),
     "topk": ([0, 2.5, -3, True], r"k must be an integer >= 1"),
     "topp_states": ([0, 1.01], r"p must be"),
+    "topp_transitions": ([0, 1.5], r"p must be"),
+    "topk_transitions": ([0, 2.5], r"k must be an integer >= 1"),
     "lowrank": ([0, 2.5, True, "3"], r"the rank r must be an integer >= 1"),
     "banded_lowrank": ([0, -1.0], r"the rank r must be an integer >= 1"),
 }
@@ -76,7 +81,7 @@ def test_the_approximation_is_valid_and_its_row_errors_are_tvs(method):
         prior = approximation.hmm.prior
         assert approximation.prior_error == pytest.approx(total_variation(hmm.prior, prior))
         assert approximation.step_error <= 1 + 1e-9
-        if method in ("topp", "topp_states"):
+        if method in ("topp", "topp_states", "topp_transitions"):
             assert approximation.step_error <= 1 - setting + 1e-9  # top-p's Theorem 4.1
 
 
@@ -136,6 +141,28 @@ def test_a_bad_setting_is_a_one_line_error(method):
         assert "\n" not in str(error.value)
     with pytest.raises(
         ValueError,
-        match="unknown method 'topq'; allowed: topp, topk, topp_states, lowrank, banded_lowrank",
+        match="unknown method 'topq'; allowed: topp, topk, topp_states, topp_transitions, "
+        "topk_transitions, lowrank, banded_lowrank",
     ):
         check_setting("topq", 0.5)
+
+
+@pytest.mark.parametrize(
+    ("method", "alone"), [("topp", "topp_transitions"), ("topk", "topk_transitions")]
+)
+def test_truncating_the_transitions_alone_keeps_every_observation_possible(method, alone):
+    """The variant's transitions are its method's (Definition 4's rule on each row); its prior
+    and emissions are the exact ones, so a sequence drawn from the exact model, which the
+    truncated emissions rule out, keeps a finite likelihood."""
+    hmm = build_model("bell", 60, seed=3)
+    setting = 0.5 if method == "topp" else 2
+    full, transitions = approximate(hmm, method, setting), approximate(hmm, alone, setting)
+    np.testing.assert_array_equal(toarray(transitions.hmm.transition), toarray(full.hmm.transition))
+    np.testing.assert_array_equal(transitions.row_error, full.row_error)
+    np.testing.assert_array_equal(transitions.hmm.prior, hmm.prior)
+    assert transitions.hmm.emission is hmm.emission and transitions.prior_error == 0.0
+    observations = sample(hmm, 40, seed=0).observations
+    ruled_out = filtering(full.hmm, observations)
+    kept = filtering(transitions.hmm, observations)
+    assert ruled_out.log_evidence == -np.inf and ruled_out.zero_evidence.size > 0
+    assert np.isfinite(kept.log_evidence) and kept.zero_evidence.size == 0
