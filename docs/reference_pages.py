@@ -4,12 +4,14 @@ back-end's keys, and every stored variable of every sweep kind (``pipeline.resul
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from pipeline.results.kinds import BUILTIN
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
-from pipeline.sweep.config.reference import Key, experiments, keys
-from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
+from pipeline.sweep.config.clusters import CLUSTER_FILE
+from pipeline.sweep.config.reference import Key, cluster_entries, experiments, keys
+from pipeline.sweep.config.schema import CONFIG_DIR, group_defaults, sweep_config
 
 
 def _cell(text: str) -> str:
@@ -17,12 +19,35 @@ def _cell(text: str) -> str:
 
 
 def _table(found: list[Key]) -> list[str]:
-    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    rows = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
     rows += [
-        f"| `{key.name}` | `{_cell(key.type)}` | `{_cell(key.default)}` | {_cell(key.meaning)} |"
+        f"| `{key.name}` | `{_cell(key.type)}` | `{_cell(key.default)}` | "
+        f"{_cell(key.allowed)} | {_cell(key.meaning)} |"
         for key in found
     ]
     return rows
+
+
+def _entries() -> list[str]:
+    """Every entry of the shipped ``dask_cluster.yaml``: what it is and what it sets."""
+    lines = []
+    for entry in cluster_entries(CONFIG_DIR / CLUSTER_FILE):
+        kind = entry.values["cluster.kind"]
+        schema = BACKENDS[kind].schema
+        defaults = {key.name: ast.literal_eval(key.default) for key in keys(schema, "cluster.")}
+        rows = [
+            f"| `{name}` | `{_cell(repr(value))}` |"
+            for name, value in entry.values.items()
+            if defaults.get(name) != value
+        ]
+        table = f"#kind-{'slurm-or-pbs' if kind in ('slurm', 'pbs') else kind}"
+        lines += ["", f"### cluster={entry.name}", "", entry.summary, ""]
+        if rows:
+            lines += [f"Kind `{kind}`, every key as [its table]({table}) says but", ""]
+            lines += ["| key | value |", "|---|---|", *rows]
+        else:
+            lines += [f"Kind `{kind}`, every key as [its table]({table}) says."]
+    return lines
 
 
 def config_page() -> str:
@@ -43,13 +68,18 @@ def config_page() -> str:
         f"| `experiment={e.name}` | {_cell(e.summary)} |"
         for e in experiments([CONFIG_DIR / "experiment"])
     ]
-    lines += ["", "## Sweep keys", "", *_table(keys(sweep_config()))]
+    lines += ["", "## Sweep keys", "", *_table(keys(sweep_config(), chosen=group_defaults()))]
     lines += [
         "",
-        "## Cluster keys",
+        "## Cluster entries",
         "",
         "`cluster=<name>` picks an entry of `dask_cluster.yaml` (the working directory's,",
-        "else the one the package ships); its keys depend on its `kind`:",
+        "else the one the package ships); its keys depend on its `kind`. The default of a key",
+        "is what an entry that leaves it out gets ([Cluster keys by kind](#cluster-keys-by-kind));",
+        "the entries of the `dask_cluster.yaml` the package ships set some of them:",
+        *_entries(),
+        "",
+        "## Cluster keys by kind",
     ]
     schemas = {}
     for backend in BACKENDS.values():

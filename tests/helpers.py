@@ -194,9 +194,10 @@ def corpus_folder(folder, text, train=8):
 REPOSITORY = Path(__file__).resolve().parents[1]
 
 
-def readme_blocks(language: str) -> list[str]:
-    """The README's fenced blocks of ``language`` (``bash``, ``python``), in order."""
-    text = (REPOSITORY / "README.md").read_text()
+def readme_blocks(language: str, page: str = "README.md") -> list[str]:
+    """The fenced blocks of ``language`` (``bash``, ``python``) of the README, or of another
+    ``page`` of the repository (``docs/clusters.md``), in order."""
+    text = (REPOSITORY / page).read_text()
     return [block.split("```", 1)[0] for block in text.split(f"```{language}\n")[1:]]
 
 

@@ -1,7 +1,6 @@
 """Helpers of the sweep's tests: configs composed by Hydra, plug-ins installed for a run, and
 sweeps and Dask processes run for real."""
 
-import json
 import os
 import signal
 import subprocess
@@ -104,23 +103,3 @@ def wait_for(predicate, timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"gave up waiting for {what}")
         time.sleep(0.1)
-
-
-def dask_process(*arguments: str, cwd: Path) -> subprocess.Popen:
-    """``dask <arguments>`` (the dask CLI) as a child process."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "dask", *arguments],
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-def scheduler_address(scheduler_file: Path, timeout: float = 60) -> str:
-    wait_for(scheduler_file.exists, timeout, "the scheduler file")
-    wait_for(
-        lambda: scheduler_file.read_text().strip().endswith("}"),
-        timeout,
-        "the scheduler file to be complete",
-    )
-    return json.loads(scheduler_file.read_text())["address"]

@@ -1,5 +1,6 @@
-"""The package as pip builds and installs it (not an editable checkout) runs a sweep and its
-report from a directory that knows nothing of the repository."""
+"""The package as the getting-started page installs it without its clone (a wheel built with
+``python -m build``, then installed by pip) runs a sweep and its report from a directory that
+knows nothing of the repository."""
 
 import shutil
 import subprocess
@@ -12,13 +13,14 @@ import xarray as xr
 from sweeping import on_path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.slow  # pip builds the package; the installed copy compiles anew
+pytestmark = pytest.mark.slow  # a wheel is built; the installed copy compiles anew
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    """The package pip-built from a copy of its sources and installed into a folder of its own
-    (``--target``; its dependencies are this environment's): that folder."""
+    """The package's wheel built from a copy of its sources (``python -m build --wheel``, as
+    the docs say) and installed into a folder of its own (``--target``; its dependencies are
+    this environment's): that folder."""
     root = tmp_path_factory.mktemp("package")
     source = root / "source"
     source.mkdir()
@@ -27,10 +29,17 @@ def installed(tmp_path_factory) -> Path:
     shutil.copytree(
         REPOSITORY / "pipeline", source / "pipeline", ignore=shutil.ignore_patterns("__pycache__")
     )
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(root / "dist"), str(source)],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = (root / "dist").glob("topp_pipeline-*-py3-none-any.whl")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     target = root / "site"
     subprocess.run(
-        [*pip, "install", "--no-deps", "--target", str(target), str(source)],
+        [*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
         check=True,
         capture_output=True,
     )

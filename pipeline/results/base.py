@@ -74,6 +74,12 @@ def finite_median(array) -> float:
     return float(np.median(values)) if values.size else float("nan")
 
 
+def shown(value: float, spec: str) -> str:
+    """``value`` formatted by ``spec`` (``".4f"``); ``-`` where it is NaN: never measured (a
+    mode without prediction, no exact reference, no cell done), never printed as ``nan``."""
+    return format(value, spec) if np.isfinite(value) else "-"
+
+
 def text_table(header: list[str], rows: list[list[str]]) -> str:
     """Right-aligned columns, two spaces apart, for a terminal."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]

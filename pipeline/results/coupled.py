@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import xarray as xr
 
-from pipeline.results.base import Schema, Variable, status_variables
+from pipeline.results.base import Schema, Variable, shown, status_variables
 
 DIMS = ("model", "chains", "n_states", "eps", "seed", "observe")
 """The dimensions of a coupled cell."""
@@ -142,7 +142,8 @@ SCHEMA = Schema(
 
 
 def summary(ds: xr.Dataset) -> str:
-    """One line per (model, chains, n_states, observe): medians over eps and seeds."""
+    """One line per (model, chains, n_states, observe): medians over eps and seeds, ``-``
+    where none was measured (no exact run beyond ``exact_max_states``, no cell done)."""
     ds = ds.load()
     lines = [
         f"{'model':>15} {'k':>2} {'n':>4} {'observe':>7} {'joint':>8} {'tv mf':>7} "
@@ -163,9 +164,11 @@ def summary(ds: xr.Dataset) -> str:
 
                     lines.append(
                         f"{m!s:>15} {int(k):>2} {int(n):>4} {o!s:>7} {int(n) ** int(k):>8} "
-                        f"{median('tv_mean_field'):>7.3f} {median('viterbi_hamming'):>8.3f} "
-                        f"{median('viterbi_logprob_gap'):>8.3f} "
-                        f"{median('runtime_mean_field'):>8.4f} {median('runtime_exact'):>8.4f} "
+                        f"{shown(median('tv_mean_field'), '.3f'):>7} "
+                        f"{shown(median('viterbi_hamming'), '.3f'):>8} "
+                        f"{shown(median('viterbi_logprob_gap'), '.3f'):>8} "
+                        f"{shown(median('runtime_mean_field'), '.4f'):>8} "
+                        f"{shown(median('runtime_exact'), '.4f'):>8} "
                         f"{int(done.sum()):>3}/{done.size:<3}"
                     )
     return "\n".join(lines)

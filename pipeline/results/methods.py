@@ -24,6 +24,7 @@ from pipeline.results.base import (
     Schema,
     Variable,
     finite_median,
+    shown,
     status_variables,
     text_table,
 )
@@ -298,9 +299,10 @@ def cells(ds: xr.Dataset) -> list[dict]:
 def summary(ds: xr.Dataset) -> str:
     """Per model, method and setting: the speedup per mode, TV and its bound at the last step.
 
-    Speedup is exact over approximate runtime (``-`` where none was measured: a method
-    without a run in the mode, an untimed or unfinished cell); TV and the recursive bound
-    are for prediction; each is the median over seeds of done cells.
+    Speedup is exact over approximate runtime; TV and the recursive bound are for
+    prediction; each is the median over seeds of done cells, ``-`` where none was measured (a
+    method without a run in the mode, an untimed or unfinished cell, a grid without
+    ``predict`` for the TV), never ``nan``.
     """
     last = ds.isel(t=-1).load()
     modes = [str(m) for m in ds["mode"].values]
@@ -334,9 +336,9 @@ def summary(ds: xr.Dataset) -> str:
                 where["method"],
                 f"{where['setting']:g}",
                 *(f"{s:.2f}x" if np.isfinite(s) else "-" for s in speedups),
-                f"{tv:.4f}",
-                f"{finite_median(cell['bound']):.4f}",
-                f"{finite_median(cell['sparsity']):.4f}",
+                shown(tv, ".4f"),
+                shown(finite_median(cell["bound"]), ".4f"),
+                shown(finite_median(cell["sparsity"]), ".4f"),
                 f"{int(done.sum())}/{done.size}",
             ]
         )

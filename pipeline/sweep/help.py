@@ -3,6 +3,7 @@ and the experiments, with every key's meaning read from the schema (``config.ref
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from pipeline.sweep.config.compose import user_configs
@@ -29,10 +30,18 @@ EXAMPLES = """\
   python -m pipeline.sweep experiment=file model.file.path=my_hmm.npz cluster=machine"""
 
 
-def _one_line(text: str, width: int) -> str:
-    """The first sentence of ``text``, cut at a word to ``width`` characters."""
-    sentence = text.replace("``", "").split(". ")[0].rstrip(".")
-    return sentence if len(sentence) <= width else sentence[: width - 3].rsplit(" ", 1)[0] + "..."
+def _first_sentence(text: str) -> str:
+    """The first sentence of ``text``, whole, without its literal marks (````)."""
+    plain = " ".join(text.replace("``", "").split())
+    return re.split(r"(?<=\.)\s+(?=[A-Z])", plain, maxsplit=1)[0]
+
+
+def _entry(name: str, text: str, width: int) -> list[str]:
+    """``name`` and ``text`` wrapped beside it to ``width`` columns, never cut."""
+    return textwrap.wrap(
+        text, width, initial_indent=f"  {name:16} ", subsequent_indent=" " * 19,
+        break_on_hyphens=False,
+    )  # fmt: skip
 
 
 def _kind_lines(width: int) -> list[str]:
@@ -43,14 +52,13 @@ def _kind_lines(width: int) -> list[str]:
         f"{name} ({kind.SECTION}.*)" if kind.SECTION else f"{name} (grid.*, the default)"
         for name, kind in installed().items()
     )
-    text = f"the kind of sweep, each reading its own keys: {names}"
-    return textwrap.wrap(text, width - 2, initial_indent=f"  {'kind=NAME':16} ",
-                         subsequent_indent=" " * 19)  # fmt: skip
+    return _entry("kind=NAME", f"the kind of sweep, each reading its own keys: {names}", width)
 
 
 def text(width: int = 100) -> str:
-    """The help: what the command does, the most used keys (one line each), three examples,
-    the experiments, and where to read the rest."""
+    """The help, no line past ``width`` columns: what the command does, the most used keys
+    (each with the first sentence of its meaning, wrapped), three examples, the experiments
+    (their summaries, wrapped), and where to read the rest."""
     meanings = {key.name: key for key in keys(sweep_config())}
     lines = [
         "usage: python -m pipeline.sweep [experiment=NAME] [key=value ...]",
@@ -64,11 +72,9 @@ def text(width: int = 100) -> str:
         "Most used keys (key=value; lists as [a,b], mappings as {k:[v]}):",
     ]
     for name in MOST_USED:
-        lines.append(f"  {name:16} {_one_line(meanings[name].meaning, width - 19)}")
+        lines += _entry(name, _first_sentence(meanings[name].meaning), width)
     lines += [
-        "  cluster=NAME     where the work runs: an entry of dask_cluster.yaml (local, machine,",
-        "                   address, slurm, pbs, ssh; a dask_cluster.yaml here replaces the",
-        "                   shipped one)",
+        *_entry("cluster=NAME", f"where the work runs: {meanings['cluster'].allowed}", width),
         *_kind_lines(width),
         "",
         "Examples:",
@@ -79,7 +85,7 @@ def text(width: int = 100) -> str:
     ]
     folders = [CONFIG_DIR / "experiment", *(folder / "experiment" for folder in user_configs())]
     for experiment in experiments(folders):
-        lines.append(f"  {experiment.name:16} {_one_line(experiment.summary, width - 19)}")
+        lines += _entry(experiment.name, experiment.summary, width)
     lines += [
         "",
         "Every key with its meaning: --cfg job shows the composed config; the documentation's",

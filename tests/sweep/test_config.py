@@ -498,7 +498,8 @@ def test_missing_optional_dependency(monkeypatch):
     with pytest.raises(ConfigError) as error, connect(composed("cluster=slurm").cluster):
         pass
     assert str(error.value) == (
-        "cluster: cluster=slurm needs dask_jobqueue: pip install 'topp-pipeline[jobqueue]'"
+        "cluster: cluster=slurm needs dask_jobqueue: pip install -e '.[jobqueue]' in the clone "
+        "of pipeline"
     )
 
 

@@ -1,10 +1,13 @@
 """Dead workers and killed sweeps lose no finished result."""
 
 import re
-import signal
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import xarray as xr
 from distributed import Client
 
@@ -12,13 +15,11 @@ from pipeline.results import damage
 from pipeline.results.methods import MEASURED
 from pipeline.sweep import run
 
-from helpers import assert_same_values
+from helpers import assert_same_values, readme_blocks
 from sweeping import (
     TINY,
-    dask_process,
     done_count,
     kill_group,
-    scheduler_address,
     start_sweep,
     sweep,
     wait_for,
@@ -30,60 +31,59 @@ interrupt."""
 TOTAL = 96
 
 
-def test_a_worker_killed_mid_sweep_on_a_real_scheduler(tmp_path):
-    scheduler = dask_process(
-        "scheduler",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--no-dashboard",
-        "--scheduler-file",
-        "scheduler.json",
-        cwd=tmp_path,
+def _recipe() -> tuple[list[list[str]], list[str]]:
+    """The commands of ``docs/clusters.md``'s cluster started by hand, each split into words,
+    on free ports instead of 8786 and 8787 (another process may hold them), ``.venv/bin/`` as
+    this interpreter's folder: the scheduler and the workers (the lines ending in ``&``),
+    then the sweep."""
+    (block,) = [b for b in readme_blocks("bash", "docs/clusters.md") if "dask scheduler" in b]
+    ports = {}
+    for name in ("8786", "8787"):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            ports[name] = str(probe.getsockname()[1])
+    lines = []
+    for line in block.strip().splitlines():
+        for old, new in ports.items():
+            line = line.replace(old, new)
+        words = line.replace(".venv/bin/", f"{Path(sys.executable).parent}/").split()
+        lines.append(words)
+    *background, sweep_command = lines
+    assert all(words[-1] == "&" for words in background) and sweep_command[-1] != "&"
+    return [words[:-1] for words in background], sweep_command
+
+
+def _started(words: list[str], cwd: Path, output) -> subprocess.Popen:
+    """``words`` run in ``cwd``, in a process group of its own (``kill_group`` ends it)."""
+    return subprocess.Popen(
+        words, cwd=cwd, stdout=output, stderr=output, text=True, start_new_session=True
     )
-    workers = []
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_sweep_on_a_cluster_started_as_the_docs_say(tmp_path):
+    """The documentation's recipe as written (``_recipe``), the sweep slowed and into a store
+    of its own; one worker (its nanny and its process) killed mid-sweep."""
+    background, command = _recipe()
+    address = next(word.split("=", 1)[1] for word in command if "cluster.address=" in word)
+    store = tmp_path / "r.zarr"
+    started = []
     try:
-        address = scheduler_address(tmp_path / "scheduler.json")
-        workers = [
-            dask_process(
-                "worker",
-                address,
-                "--nthreads",
-                "1",
-                "--no-nanny",
-                "--no-dashboard",
-                "--name",
-                f"w{i}",
-                cwd=tmp_path,
-            )
-            for i in range(2)
-        ]
-        with Client(address, timeout=30) as client:
-            client.wait_for_workers(2, timeout=60)
-        store = tmp_path / "r.zarr"
-        sweeping = start_sweep(
-            "experiment=smoke",
-            "cluster=address",
-            f"cluster.address={address}",
-            f"store={store}",
-            *SLOW,
-            cwd=tmp_path,
-        )
-        wait_for(lambda: done_count(store) >= 4, 120, "the first finished cells")
-        workers[0].send_signal(signal.SIGKILL)
-        workers[0].wait(timeout=30)
+        for words in background:  # each in a group of its own: a worker with its nanny
+            started.append(_started(words, tmp_path, subprocess.DEVNULL))
+        sweeping = _started([*command, f"store={store}", *SLOW], tmp_path, subprocess.PIPE)
+        started.append(sweeping)
+        wait_for(lambda: done_count(store) >= 4, 180, "the first finished cells")
+        kill_group(started[1])  # w0
         _, err = sweeping.communicate(timeout=240)
         assert sweeping.returncode == 0, err
         ds = xr.open_zarr(store)
         assert int(ds.done.sum()) == TOTAL and not bool(ds.failed.any())
         with Client(address, timeout=30) as client:
-            assert len(client.scheduler_info()["workers"]) == 1
+            assert [w["name"] for w in client.scheduler_info()["workers"].values()] == ["w1"]
     finally:
-        for process in [*workers, scheduler]:
-            if process.poll() is None:
-                process.kill()
-                process.wait(timeout=30)
+        for process in started:
+            kill_group(process)
 
 
 def test_a_killed_sweep_resumes_to_the_uninterrupted_result(client, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from pipeline import __version__
 from pipeline.sweep.config.reference import keys
 from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
-from pipeline.sweep.help import MOST_USED
+from pipeline.sweep.help import MOST_USED, text
 from pipeline.sweep.main import main
 
 
@@ -22,7 +22,7 @@ def test_help_starts_with_what_the_command_does_and_lists_every_experiment(capsy
     shown = _printed(capsys, monkeypatch, "--help")
     lines = shown.splitlines()
     assert lines[0].startswith("usage: python -m pipeline.sweep") and "Hydra" not in lines[0]
-    assert "powered by Hydra" not in shown and len(lines) < 60
+    assert "powered by Hydra" not in shown and len(lines) < 70
     assert max(map(len, lines)) <= 110
     for name in MOST_USED:
         (line,) = [line for line in lines if line.startswith(f"  {name} ")]
@@ -36,6 +36,17 @@ def test_every_key_of_the_schema_has_a_meaning_where_help_reads_it():
     found = {key.name: key for key in keys(sweep_config())}
     assert {"grid.horizon", "timing.enabled", "max_cells", "store"} <= set(found)
     assert all(found[name].meaning for name in MOST_USED)
+
+
+def test_help_wraps_every_description_and_cuts_none():
+    shown = text()
+    lines = shown.splitlines()
+    assert max(map(len, lines)) <= 100
+    assert not [line for line in lines if line.rstrip().endswith("...")]
+    joined = " ".join(shown.split())
+    overwrite = {key.name: key for key in keys(sweep_config())}["overwrite"].meaning
+    assert overwrite.split(". ")[0] + "." in joined  # its whole first sentence
+    assert "(required, except for a family whose parameters fix its size, a model file's)" in joined
 
 
 @pytest.mark.parametrize("flag", ["-h", "--help"])

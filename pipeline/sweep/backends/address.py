@@ -13,7 +13,7 @@ from distributed import Client, Security
 from distributed.comm import connect as comm_connect
 
 from pipeline.sweep.backends.base import Backend, SecurityConfig, first_worker
-from pipeline.sweep.config.validation import ConfigError, ranged
+from pipeline.sweep.config.validation import ConfigError, choices, ranged
 
 ANSWER_GRACE = 0.5
 """Seconds beyond ``cluster.timeout`` that something which accepted the connection at a
@@ -24,9 +24,9 @@ listener that accepted and stays silent."""
 
 @dataclass
 class AddressClusterConfig:
-    kind: str = "address"
+    kind: str = choices("address", ["address"])
     """The cluster kind (``address``)."""
-    address: str = "tcp://127.0.0.1:8786"
+    address: str = choices("tcp://127.0.0.1:8786", "tcp://host:port or tls://host:port")
     """The scheduler's address (``tls://...`` with ``security.ca_file`` and ``cert``)."""
     timeout: float = ranged(5.0, least=0, above=True)
     """Seconds to wait for the scheduler's answer before giving up."""

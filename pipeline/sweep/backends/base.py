@@ -76,13 +76,15 @@ def plain(value):
 
 
 def optional_module(module: str, extra: str, kind: str):
-    """``module``, or ``ConfigError`` naming the extra that installs it."""
+    """``module``, or ``ConfigError`` naming the extra that installs it (from a clone: the
+    package is on no index)."""
     try:
         return importlib.import_module(module)
     except ImportError:
         raise ConfigError(
             "cluster",
-            f"cluster={kind} needs {module.split('.')[0]}: pip install 'topp-pipeline[{extra}]'",
+            f"cluster={kind} needs {module.split('.')[0]}: pip install -e '.[{extra}]' in the "
+            "clone of pipeline",
         ) from None
 
 

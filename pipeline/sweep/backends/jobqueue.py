@@ -19,7 +19,7 @@ from pipeline.sweep.backends.base import (
     optional_module,
     plain,
 )
-from pipeline.sweep.config.validation import ConfigError, ranged
+from pipeline.sweep.config.validation import ConfigError, choices, ranged
 
 MAX_JOBS = 1000
 """The most batch jobs one sweep keeps: a batch system caps the jobs a user may queue
@@ -32,7 +32,7 @@ WALLTIME = re.compile(r"(?:(\d+)-)?(\d+):([0-5]\d):([0-5]\d)")
 
 @dataclass
 class JobqueueClusterConfig:
-    kind: str = "slurm"
+    kind: str = choices("slurm", ["slurm", "pbs"])
     """The cluster kind (``slurm`` or ``pbs``)."""
     jobs: int = ranged(1, least=1, most=MAX_JOBS)
     """Batch jobs kept running (lost ones are submitted again); at most 1000 (``MAX_JOBS``):
@@ -41,9 +41,9 @@ class JobqueueClusterConfig:
     """Cores of each job (``#SBATCH --cpus-per-task``)."""
     processes: int = ranged(1, least=1)
     """Worker processes per job, sharing its cores and memory."""
-    memory: str = "4GiB"
+    memory: str = choices("4GiB", "a size (4GiB, 500MB)")
     """Memory per job (``#SBATCH --mem``), split among its workers."""
-    walltime: str = "01:00:00"
+    walltime: str = choices("01:00:00", "HH:MM:SS; slurm also D-HH:MM:SS")
     """Each job's time limit: HH:MM:SS (SLURM: also D-HH:MM:SS)."""
     queue: Optional[str] = None  # noqa: UP045
     """The partition (SLURM) or queue (PBS); null: the default one."""
@@ -61,7 +61,7 @@ class JobqueueClusterConfig:
     host: Optional[str] = None  # noqa: UP045
     """Address the scheduler and workers listen on: null, every interface (as workers on
     other nodes need; TLS by default); 127.0.0.1, this machine only."""
-    dashboard_address: str = "127.0.0.1:8787"
+    dashboard_address: str = choices("127.0.0.1:8787", "host:port or :port")
     """host:port of the dashboard (loopback: reach it with ``ssh -L 8787:127.0.0.1:8787``)."""
     death_timeout: float = ranged(60.0, least=0, above=True)
     """Seconds a worker outlives an unreachable scheduler before its job ends."""

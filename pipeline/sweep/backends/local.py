@@ -15,7 +15,7 @@ from distributed.deploy.utils import nprocesses_nthreads
 from distributed.worker_memory import parse_memory_limit
 
 from pipeline.sweep.backends.base import Backend, SecurityConfig, dashboard
-from pipeline.sweep.config.validation import ConfigError, ranged
+from pipeline.sweep.config.validation import ConfigError, choices, ranged
 
 log = logging.getLogger("pipeline.sweep")
 
@@ -33,7 +33,7 @@ MEMORY_LIMITS = (
 
 @dataclass
 class LocalClusterConfig:
-    kind: str = "local"
+    kind: str = choices("local", ["local"])
     """The cluster kind (``local``)."""
     n_workers: Optional[int] = ranged(None, least=1)  # noqa: UP045
     """Worker processes (null: distributed's choice for this machine's cores). At most one
@@ -45,14 +45,16 @@ class LocalClusterConfig:
     bound, rather than spending minutes starting processes."""
     threads_per_worker: Optional[int] = ranged(1, least=1)  # noqa: UP045
     """Threads of each worker (null: the machine's cores shared out among the workers)."""
-    memory_limit: str = "auto"
+    memory_limit: str = choices(
+        "auto", "auto, a size (4GiB), a fraction in (0, 1] of the memory, or 0; at least 384 MiB"
+    )
     """Memory of each worker: ``auto`` (the machine's, shared out by cores: a worker of t
     threads gets t / cores of it), a size (``4GiB``, read by dask's ``parse_bytes``), a
     fraction in (0, 1] of the machine's memory, or 0 (no limit); at least 384 MiB
     (``MIN_WORKER_MEMORY``), below which a worker cannot finish a cell."""
-    host: str = "127.0.0.1"
+    host: str = choices("127.0.0.1", "an address or host name of this machine")
     """Address the scheduler and the workers listen on (loopback: this machine only)."""
-    dashboard_address: str = ":8787"
+    dashboard_address: str = choices(":8787", "host:port, :port or :0")
     """host:port of the dashboard; ':port' listens on ``host``, ':0' on a free port."""
     security: SecurityConfig = field(default_factory=SecurityConfig)
     """TLS (``SecurityConfig``)."""

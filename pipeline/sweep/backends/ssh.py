@@ -13,7 +13,7 @@ from pipeline.sweep.backends.base import (
     optional_module,
     plain,
 )
-from pipeline.sweep.config.validation import ConfigError, ranged
+from pipeline.sweep.config.validation import ConfigError, choices, ranged
 
 MAX_WORKERS_PER_HOST = 512
 """The most worker processes per host: each wants a core of its own, and the largest
@@ -23,7 +23,7 @@ cores, so this stops an extra zero (``workers_per_host=40`` for 4), not a plan."
 
 @dataclass
 class SSHClusterConfig:
-    kind: str = "ssh"
+    kind: str = choices("ssh", ["ssh"])
     """The cluster kind (``ssh``)."""
     hosts: list[str] = field(default_factory=lambda: ["localhost", "localhost"])
     """The first runs the scheduler, every other one workers."""
@@ -39,7 +39,7 @@ class SSHClusterConfig:
     host: Optional[str] = None  # noqa: UP045
     """Address the scheduler and the workers listen on, each on its host: null, every
     interface (TLS by default); 127.0.0.1, that host only."""
-    dashboard_address: str = "127.0.0.1:8787"
+    dashboard_address: str = choices("127.0.0.1:8787", "host:port or :port")
     """host:port of the dashboard, on the scheduler's host."""
     security: SecurityConfig = field(default_factory=SecurityConfig)
     """TLS (``SecurityConfig``)."""

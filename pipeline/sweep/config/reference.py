@@ -2,9 +2,12 @@
 the documentation cannot drift from the code.
 
 A key's meaning is the docstring under its field in the schema's dataclass (the attribute
-docstring convention Sphinx reads); its type and default are the field's. ``keys`` walks a
-schema's nested dataclasses into dotted keys; ``experiments`` lists the experiment presets
-with the first line of each file's comment, its summary.
+docstring convention Sphinx reads), or its ``doc`` metadata for a field made at run time (a
+family's parameters: ``parameter_docs`` reads them from its ``build`` docstring); its type
+and default are the field's, and what it allows is declared on it (``ranged``, ``choices``)
+or follows from its type. ``keys`` walks a schema's nested dataclasses into dotted keys;
+``experiments`` lists the experiment presets with the first paragraph of each file's
+comment, its summary; ``cluster_entries`` the entries of a ``dask_cluster.yaml`` likewise.
 """
 
 from __future__ import annotations
@@ -20,14 +23,19 @@ import typing
 from pathlib import Path
 from typing import NamedTuple
 
+import yaml
+from omegaconf import MISSING
+
 
 class Key(NamedTuple):
-    """One config key: its dotted name, type, default and meaning (its field's docstring)."""
+    """One config key: its dotted name, type, default, meaning (its field's docstring) and
+    the values it allows."""
 
     name: str
     type: str
     default: str
     meaning: str
+    allowed: str
 
 
 @functools.cache
@@ -52,6 +60,55 @@ def field_docs(cls: type) -> dict[str, str]:
     return found
 
 
+def parameter_docs(function) -> dict[str, dict[str, str]]:
+    """The schema field metadata of ``function``'s parameters, read from its docstring:
+    ``doc``, a parameter's meaning, from its numpydoc ``Parameters`` entry (names listed
+    together, ``a, b``, share one), else the docstring's sentences that name it
+    (````name````); and ``allowed`` where the entry's type bounds its values more than
+    the annotation does (``float in [0, 1)``, ``float > 0``)."""
+    text = inspect.cleandoc(function.__doc__ or "")
+    lines = text.splitlines()
+    header = next(
+        (
+            at
+            for at, (line, rule) in enumerate(itertools.pairwise(lines))
+            if line.strip() == "Parameters" and set(rule.strip()) == {"-"}
+        ),
+        None,
+    )
+    section = [] if header is None else list(itertools.takewhile(str.strip, lines[header + 2 :]))
+    found = {}
+    names, spec, meaning = [], "", []
+    for line in [*section, ""]:  # an entry's head, then its indented meaning
+        if line[:1].isspace():
+            meaning.append(line.strip())
+            continue
+        for name in names:
+            found[name] = {"doc": " ".join(meaning), **_bounds(spec)}
+        head, _, spec = line.partition(" : ")
+        names, meaning = [name.strip() for name in head.split(",") if name.strip()], []
+    for name in inspect.signature(function).parameters:
+        if name not in found:
+            named = [s for s in _sentences(text) if f"``{name}``" in s]
+            found[name] = {"doc": " ".join(named)}
+    return found
+
+
+def _sentences(text: str) -> list[str]:
+    """The sentences of ``text``'s paragraphs, each on one line."""
+    paragraphs = (" ".join(p.split()) for p in text.split("\n\n"))
+    return [s for p in paragraphs for s in re.split(r"(?<=\.)\s+(?=[A-Z`])", p) if s]
+
+
+def _bounds(spec: str) -> dict[str, str]:
+    """``allowed`` of a numpydoc type that bounds a number (``float in (0, 1)``): the
+    numbers or integers it allows; nothing for a bare type."""
+    bounded = re.fullmatch(r"(int|float)\s+((?:in|>|>=|<|<=)\s.+)", spec.strip())
+    if bounded is None:
+        return {}
+    return {"allowed": f"{'integers' if bounded[1] == 'int' else 'numbers'} {bounded[2]}"}
+
+
 def _type(hint) -> str:
     """A field's type as a reader writes it: ``int``, ``list[float]``, ``str | None``."""
     if isinstance(hint, type) and not typing.get_args(hint):
@@ -59,6 +116,36 @@ def _type(hint) -> str:
     text = str(hint).replace("typing.", "")
     text = re.sub(r"Optional\[(.*)\]", r"\1 | None", text)
     return text.replace("NoneType", "None")
+
+
+TYPE_WORDS = {bool: "true or false", int: "integers", float: "numbers", str: "text"}
+"""What a field of a plain type allows, in the reference's words."""
+
+
+def _allowed(field: dataclasses.Field, hint) -> str:
+    """What ``field`` (of type ``hint``) allows: its declared names (``choices``) or range
+    (``ranged``), else what its type takes; a list's values, each."""
+    optional = type(None) in typing.get_args(hint)
+    inner = next((a for a in typing.get_args(hint) if a is not type(None)), hint)
+    hint = inner if optional else hint
+    is_list = typing.get_origin(hint) is list
+    element = typing.get_args(hint)[0] if is_list else hint
+    given, rule = field.metadata.get("allowed"), field.metadata.get("range")
+    given = given() if callable(given) else given
+    if isinstance(given, str):  # a text that says it all
+        return given
+    if given is not None:
+        names = ", ".join(given)
+        return f"a list of {names}" if is_list else f"one of {names}" if len(given) > 1 else names
+    if rule is not None:
+        text = rule.allowed(element)
+    elif typing.get_origin(hint) is dict:
+        value = typing.get_args(hint)[1]
+        text = "a mapping" + (f" of names to {TYPE_WORDS[value]}" if value in TYPE_WORDS else "")
+    else:
+        text = TYPE_WORDS.get(element, "any value")
+    text = f"a list of {text}" if is_list else text
+    return f"{text} or null" if optional else text
 
 
 def _default(field: dataclasses.Field) -> object:
@@ -69,9 +156,11 @@ def _default(field: dataclasses.Field) -> object:
     return None
 
 
-def keys(schema: type, prefix: str = "") -> list[Key]:
+def keys(schema: type, prefix: str = "", chosen: dict[str, str] | None = None) -> list[Key]:
     """Every key of the dataclass ``schema`` and of the dataclasses nested in it (as
-    defaults or types), dotted (``grid.horizon``), in the order they are defined."""
+    defaults or types), dotted (``grid.horizon``), in the order they are defined. A key
+    chosen as a config group (``cluster``, its schema default ``???``) shows the group's
+    default from ``chosen`` (key -> the option Hydra's defaults list picks)."""
     hints = typing.get_type_hints(schema)
     docs = {name: doc for cls in reversed(schema.__mro__) for name, doc in field_docs(cls).items()}
     found = []
@@ -85,20 +174,25 @@ def keys(schema: type, prefix: str = "") -> list[Key]:
         if inner is not None:
             found += keys(inner, f"{name}.")
             continue
+        if default == MISSING and name in (chosen or {}):
+            default = chosen[name]
         meaning = field.metadata.get("doc") or docs.get(field.name, "")
-        rule = field.metadata.get("range")
-        if rule is not None:
-            meaning = f"{meaning} Allowed: {rule.allowed(hints[field.name])}.".strip()
-        found.append(Key(name, _type(hints[field.name]), repr(default), meaning))
+        allowed = _allowed(field, hints[field.name])
+        found.append(Key(name, _type(hints[field.name]), repr(default), meaning, allowed))
     return found
 
 
 class Experiment(NamedTuple):
-    """An experiment preset: its name (``experiment=<name>``) and its summary, the first line
-    of its file's comment."""
+    """An experiment preset: its name (``experiment=<name>``) and its summary, the first
+    paragraph of its file's comment."""
 
     name: str
     summary: str
+
+
+def _first_paragraph(comment: list[str]) -> str:
+    """The lines of ``comment`` (``#`` stripped) up to its first blank one, as one line."""
+    return " ".join(itertools.takewhile(bool, comment))
 
 
 def experiments(folders: list[Path]) -> list[Experiment]:
@@ -112,5 +206,39 @@ def experiments(folders: list[Path]) -> list[Experiment]:
                 for line in path.read_text().splitlines()
                 if line.startswith("#") and "@package" not in line
             ]
-            found[path.stem] = Experiment(path.stem, comment[0] if comment else "")
+            found[path.stem] = Experiment(path.stem, _first_paragraph(comment))
     return [found[name] for name in sorted(found)]
+
+
+class ClusterEntry(NamedTuple):
+    """An entry of ``dask_cluster.yaml`` (``cluster=<name>``): its name, its summary (the
+    first paragraph of the comment under its name) and the values it sets, dotted
+    (``cluster.security.directory``)."""
+
+    name: str
+    summary: str
+    values: dict[str, object]
+
+
+def _dotted(mapping: dict, prefix: str) -> dict[str, object]:
+    found = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict) and value:
+            found.update(_dotted(value, f"{prefix}{key}."))
+        else:
+            found[f"{prefix}{key}"] = value
+    return found
+
+
+def cluster_entries(path: Path) -> list[ClusterEntry]:
+    """The entries of the ``dask_cluster.yaml`` at ``path``, in its order."""
+    text = path.read_text()
+    entries = yaml.safe_load(text) or {}
+    lines = text.splitlines()
+    found = []
+    for name, entry in entries.items():
+        start = lines.index(f"{name}:") + 1
+        comment = itertools.takewhile(lambda line: line.strip().startswith("#"), lines[start:])
+        summary = _first_paragraph([line.strip().lstrip("#").strip() for line in comment])
+        found.append(ClusterEntry(name, summary, _dotted(entry or {}, "cluster.")))
+    return found

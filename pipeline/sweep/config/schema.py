@@ -6,17 +6,28 @@ numbers' ranges are declared on the fields, ``ranged``, and checked by
 from __future__ import annotations
 
 import functools
+import re
 import types
 import typing
 from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+import yaml
 from omegaconf import MISSING
 
+from pipeline.corpus import CORPORA
+from pipeline.coupled.model import OBSERVE
+from pipeline.hmmlm.clusters import CLUSTERINGS
+from pipeline.hmmlm.feature_maps import FEATURE_MAPS
+from pipeline.hmmlm.parameters import PARAMETERISATIONS
+from pipeline.methods import METHODS
 from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import FAMILIES, family_parameters
-from pipeline.sweep.config.validation import ranged
+from pipeline.results.kinds import KINDS
+from pipeline.results.methods import MODES
+from pipeline.sweep.config.reference import parameter_docs
+from pipeline.sweep.config.validation import choices, ranged
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
 """The configs the package ships (``pipeline/conf``): Hydra's ``config.yaml`` and
@@ -25,24 +36,51 @@ DEFAULT_MODES = ("predict", "filter")
 """The modes of a grid that names none (``pipeline.results.methods.MODES`` lists every mode)."""
 
 
+def group_defaults() -> dict[str, str]:
+    """The config groups' defaults of Hydra's ``config.yaml``: group -> the option it picks
+    when the command line names none (``cluster`` -> ``local``)."""
+    config = yaml.safe_load((CONFIG_DIR / "config.yaml").read_text())
+    return {
+        group: option
+        for entry in config["defaults"]
+        if isinstance(entry, dict)
+        for group, option in entry.items()
+    }
+
+
+def _cluster_names() -> str:
+    names = ", ".join(yaml.safe_load((CONFIG_DIR / "dask_cluster.yaml").read_text()))
+    return f"an entry of dask_cluster.yaml (the package's: {names}; or one of your own)"
+
+
+def _methods() -> str:
+    return (
+        f"a mapping of methods ({', '.join(METHODS.names())}) to non-empty lists of their settings"
+    )
+
+
 @dataclass
 class GridConfig:
     """The experiment grid; every list is one dimension of the results."""
 
-    families: list[str] = field(default_factory=lambda: ["bell", "uniform", "dirichlet"])
+    families: list[str] = choices(lambda: ["bell", "uniform", "dirichlet"], FAMILIES.names)
     """Model families to sweep: built-ins (``pipeline.models``) and installed plug-ins."""
-    n_states: Any = None
+    n_states: Any = choices(
+        None,
+        "a list of integers >= 2, or a mapping of families to such lists; null only for families "
+        "whose parameters fix their size",
+    )
     """Sizes: a list for every family, or a mapping family -> list (required, except for a
     family whose parameters fix its size, a model file's). Typed ``Any``: OmegaConf cannot
     merge a mapping into a list node."""
-    methods: Any = None
+    methods: Any = choices(None, _methods)
     """Approximations: a mapping method -> list of its settings, such as ``{topp: [0.5, 0.9],
     topk: [5, 20]}`` (``pipeline.methods.METHODS``); typed ``Any``: a mapping of lists."""
     horizon: int = ranged(50, least=1)
     """Steps after the prior: beliefs and errors are stored for t = 0..horizon."""
     seeds: list[int] = ranged(lambda: [0], least=0)
     """Random seeds: of a seeded family's model and of the sampled observations."""
-    modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
+    modes: list[str] = choices(lambda: list(DEFAULT_MODES), MODES)
     """Inference modes: ``predict`` (no observations), ``filter`` (observed paths), ``smooth``
     (every step's posterior given the whole path) and ``decode`` (the Viterbi path)."""
     observe_every: int = ranged(5, least=1)
@@ -75,11 +113,25 @@ def _optional(hint):
     return hint
 
 
+def _parameter_doc(family: str, name: str) -> dict[str, str]:
+    """The field metadata of ``family``'s parameter ``name`` from its ``build`` docstring
+    (``reference.parameter_docs``); an entry "As in the ``kernel`` family" reads that
+    family's."""
+    metadata = parameter_docs(FAMILIES[family].build)[name]
+    other = re.fullmatch(r"As in the ``(\w+)`` family\.?", metadata["doc"])
+    return _parameter_doc(other[1], name) if other else metadata
+
+
 def _parameters_dataclass(family: str) -> type:
-    """A dataclass of ``family``'s keyword parameters, from its ``build`` signature."""
+    """A dataclass of ``family``'s keyword parameters, from its ``build`` signature, each
+    field's meaning from its docstring."""
     hints = typing.get_type_hints(FAMILIES[family].build)
     fields = [
-        (name, _optional(hints.get(name, Any)), field(default=default))
+        (
+            name,
+            _optional(hints.get(name, Any)),
+            field(default=default, metadata=_parameter_doc(family, name)),
+        )
         for name, default in family_parameters(family).items()
     ]
     return make_dataclass(f"{family.capitalize()}Parameters", fields)
@@ -129,10 +181,14 @@ class TrainingConfig:
     (``pipeline.sweep.kinds.training``)."""
 
     n_states: list[int] = ranged(lambda: [256], least=2)
-    parameterisations: list[str] = field(default_factory=lambda: ["softmax"])
+    """Hidden states of the trained models, one cell each (with ``clusters``, a multiple of
+    the clusters)."""
+    parameterisations: list[str] = choices(lambda: ["softmax"], f"a list of {PARAMETERISATIONS}")
     """``softmax``, ``neural`` (embeddings through a residual MLP, dot-product logits),
     ``kernel_<r>`` or ``banded_kernel_<r>`` (r states per feature)."""
     seeds: list[int] = ranged(lambda: [0], least=0)
+    """Seeds of each model's random start, its state dropout and a ``random`` word clustering,
+    one cell each."""
     max_epochs: Optional[int] = ranged(None, least=1)  # noqa: UP045
     """Train at most this many epochs (null: 20)."""
     patience: Optional[int] = ranged(None, least=1)  # noqa: UP045
@@ -144,7 +200,7 @@ class TrainingConfig:
     clusters: int = ranged(0, least=0)
     """Word clusters C of the blocked emissions (each owns n_states / C states, which emit
     only its words); 0: no blocks, every state emits every word."""
-    clustering: str = "exchange"
+    clustering: str = choices("exchange", CLUSTERINGS)
     """How the training words are clustered: ``exchange`` (Brown et al.'s class-bigram
     objective, by the exchange algorithm) or ``random`` (a random equal partition)."""
     state_dropout: float = ranged(0.0, least=0, most=1, below=True)
@@ -168,6 +224,7 @@ class TrainingConfig:
     """Measure perplexity on the first this many ``length``-token chunks of the validation
     (and test) part (default all)."""
     learning_rate: float = ranged(0.05, least=0, above=True)
+    """Adam's step size."""
     lr_decay: float = ranged(1.0, least=0, most=1, above=True)
     """After ``lr_patience`` epochs without a lower validation perplexity, restore the best
     epoch's parameters (Adam restarted) and multiply the learning rate by this; 1: keep the
@@ -189,7 +246,9 @@ class TrainingConfig:
     threads: int = ranged(1, least=1)
     """numba and BLAS threads of each cell (one per worker: ``cluster.n_workers`` x this
     should be the cores)."""
-    corpus: Optional[str] = None  # noqa: UP045
+    corpus: Optional[str] = choices(  # noqa: UP045
+        None, f"{', '.join(CORPORA)}, a text file's or folder's path, or null"
+    )
     """``stdlib`` (the default: the standard library's English), ``austen`` (fetched once
     by ``python -m pipeline.corpus fetch austen``), or a text file or folder."""
 
@@ -202,16 +261,22 @@ class KernelFeaturesConfig:
     (``pipeline.sweep.kinds.kernel_features``)."""
 
     n_states: list[int] = ranged(lambda: [256, 1024, 4096, 16384, 65536], least=2)
+    """State counts n of the softmax rows, one cell each."""
     n_features: list[int] = ranged(lambda: [2**k for k in range(4, 13)], least=2)
     """Feature counts F (even): the first F features of one map of the largest count."""
     temperatures: list[float] = ranged(lambda: [0.5, 1.0, 2.0, 4.0], least=0, above=True)
     """The logits u.v have standard deviation 1 / temperature (lower: more separated)."""
-    feature_maps: list[str] = field(default_factory=lambda: ["positive", "fourier"])
+    feature_maps: list[str] = choices(lambda: ["positive", "fourier"], FEATURE_MAPS)
+    """Random feature maps, one cell each (``pipeline.hmmlm.feature_maps``): ``positive``,
+    phi(u) = exp(Wu - |u|^2 / 2) (Chiu, Deng and Rush), or ``fourier``, random Fourier
+    features."""
     dim: int = ranged(16, least=1)
     """Embedding dimension d."""
     rows: int = ranged(32, least=1)
     """Rows sampled per cell (every row up to that many states)."""
     seed: int = ranged(0, least=0)
+    """Seed of the embeddings, the sampled rows and the feature maps of every cell (mixed with
+    its n_states, temperature and map)."""
     threshold: float = ranged(0.05, least=0, most=1, above=True, below=True)
     """The median row TV the report asks the feature count for."""
 
@@ -223,26 +288,40 @@ class CoupledConfig:
     (``pipeline.sweep.kinds.coupled``)."""
 
     chains: list[int] = ranged(lambda: [2], least=2)
-    n_states: Any = None
-    """States per chain: a list for every chain count, or a mapping chains -> list."""
+    """Chain counts k of the coupled HMMs, one cell each."""
+    n_states: Any = choices(
+        None, "a list of integers >= 2, or a mapping of chain counts to such lists"
+    )
+    """States per chain: a list for every chain count, or a mapping chains -> list
+    (required)."""
     eps: list[float] = ranged(lambda: [0.0, 0.2], least=0, most=1)
     """Couplings: the probability that a chain moves by another chain's state."""
     seeds: list[int] = ranged(lambda: [0], least=0)
-    observe: list[str] = field(default_factory=lambda: ["chain"])
+    """Seeds of the ``coupled`` family's models and of the sampled observations, one cell
+    each."""
+    observe: list[str] = choices(lambda: ["chain"], OBSERVE)
     """``chain`` (every chain's symbol) and/or ``set`` (the set of symbols emitted)."""
     n_observations: int = 4
     """Symbols each chain of the ``coupled`` family emits."""
     alpha: float = 0.1
-    """Dirichlet concentration of the ``coupled`` family's rows."""
-    relational: dict[str, Any] = field(default_factory=dict)
+    """Dirichlet concentration of the ``coupled`` family's rows, > 0."""
+    relational: dict[str, Any] = choices(
+        dict, "a mapping of spec names to lists of domains, each a mapping of types to integers"
+    )
     """Relational specs (``pipeline/conf/relational/<name>.yaml``) -> domains to ground them at,
     each a mapping type -> how many of its constants to keep (the rest of the types whole)."""
     horizon: int = ranged(50, least=1)
+    """Steps after the prior: each cell samples a path of horizon + 1 steps and stores its
+    marginals' errors at t = 0..horizon."""
     observe_every: int = ranged(4, least=1)
+    """Symbols are observed at every step t with t % observe_every == 0."""
     topp: list[float] = ranged(lambda: [0.9, 0.99], least=0, most=1, above=True)
     """Top-p masses of the joint chain's transitions, run beside the mean field."""
     tolerance: float = ranged(1e-6, least=0, above=True)
+    """The structured mean field sweeps over the chains until no marginal moves by more than
+    this (``pipeline.coupled.meanfield``)..."""
     max_iterations: int = ranged(100, least=1)
+    """...or this many sweeps have run (the cell then stores that it did not converge)."""
     exact_max_states: int = ranged(4096, least=1)
     """Exact inference (and top-p on the joint) only up to this many joint states."""
     repeats: int = ranged(3, least=1)
@@ -257,7 +336,7 @@ class SweepConfig:
     """The whole sweep; Hydra's ``config.yaml`` fills it in. Every kind of sweep but the
     default adds its own section (``sweep_config``)."""
 
-    kind: str = "methods"
+    kind: str = choices("methods", KINDS.names)
     """The kind of sweep (``pipeline.results.KINDS``), chosen as a config group
     (``kind=training``): ``methods`` (approximations against exact inference over
     ``grid``), ``training``, ``coupled``, ``kernel_features``, or a plug-in's. Each kind but
@@ -266,11 +345,11 @@ class SweepConfig:
     grid: GridConfig = field(default_factory=GridConfig)
     model: Any = field(default_factory=lambda: model_config()())
     """``model.<family>.<param>``: every family's keyword parameters (``model_config``)."""
-    cluster: Any = MISSING
+    cluster: Any = choices(MISSING, _cluster_names)
     """Where the work runs: an entry of ``dask_cluster.yaml`` (``cluster=local``, the
     default; ``machine``, ``address``, ``slurm``, ``pbs``, ``ssh``)."""
     timing: TimingConfig = field(default_factory=TimingConfig)
-    store: Optional[str] = None  # noqa: UP045
+    store: Optional[str] = choices(None, "a folder's path, or null")  # noqa: UP045
     """The results store's path (default ``outputs/<experiment>/results.zarr``)."""
     overwrite: bool = False
     """Replace a store of another sweep (another grid, an older layout) instead of refusing

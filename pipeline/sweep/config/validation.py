@@ -1,7 +1,7 @@
 """What every sweep's config shares: ``ConfigError``, the checks its keys go through (every
 key declared by the schema, ``check_keys``; the numbers' ranges declared on the schema's
-fields, ``ranged``, and checked by one validator, ``check_ranges``), and the check of the
-store's path."""
+fields, ``ranged``, and checked by one validator, ``check_ranges``; the names a key allows,
+``choices``), and the check of the store's path."""
 
 from __future__ import annotations
 
@@ -121,6 +121,17 @@ def ranged(default, **rule):
     if callable(default):
         return field(default_factory=default, metadata=metadata)
     return field(default=default, metadata=metadata)
+
+
+def choices(default, allowed):
+    """A schema field (``dataclasses.field``) whose allowed values ``allowed`` names, for the
+    reference and the help: the names a value is one of (a callable giving them, asked when
+    read: a registry's names include the plug-ins installed), or a text that says what is
+    allowed. The kind that reads the key checks its values against the same names;
+    ``default`` a value, or a callable making it (a list's)."""
+    if callable(default):
+        return field(default_factory=default, metadata={"allowed": allowed})
+    return field(default=default, metadata={"allowed": allowed})
 
 
 def check_ranges(section, schema: type, prefix: str = "") -> None:
