@@ -25,9 +25,9 @@ methods with the same interface (``Method``) through the entry-point group
 
 from __future__ import annotations
 
+from pipeline.hmm import HMM
 from pipeline.methods import banded_lowrank, lowrank, topk, topp, topp_states
 from pipeline.methods.base import Approximation, Method
-from pipeline.models.hmm import HMM
 from pipeline.plugins import PluginError, Registry
 
 BUILTIN = {
