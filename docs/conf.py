@@ -36,7 +36,7 @@ exclude_patterns = ["_build", "README.md"]
 myst_enable_extensions = ["colon_fence", "dollarmath"]
 myst_heading_anchors = 3
 suppress_warnings = ["myst.xref_missing", "ref.python"]
-"""Names re-exported by a package (``pipeline.models.HMM``, ``pipeline.models.hmm.HMM``) make
+"""Names re-exported by a package (``pipeline.models.HMM``, ``pipeline.hmm.HMM``) make
 type annotations ambiguous to resolve: they are shown, not linked."""
 
 autosummary_generate = True

@@ -13,9 +13,8 @@ pipeline.sweep`` or ``pipeline.sweep.run([...])``; results: ``pipeline.open_resu
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
-
-from pipeline.results import open_results
 
 try:
     __version__ = importlib.metadata.version("topp-pipeline")
@@ -23,3 +22,16 @@ except importlib.metadata.PackageNotFoundError:  # sources on the path, not inst
     __version__ = "unknown"
 
 __all__ = ["open_results"]
+
+
+def __getattr__(name: str):
+    """``pipeline.open_results``, imported on first use (PEP 562): ``import pipeline`` loads
+    neither xarray nor zarr, so the library below the store (``pipeline.hmm``,
+    ``pipeline.inference``...) imports without them."""
+    if name == "open_results":
+        return importlib.import_module("pipeline.results").open_results
+    raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.models.hmm import HMM
-from pipeline.models.limits import check_memory
+from pipeline.hmm import HMM
+from pipeline.limits import check_memory
 from pipeline.operators import rows
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.hmmlm.data import part
-from pipeline.methods.base import TOLERANCE
+from pipeline.kernels.select import TOLERANCE
 from pipeline.models import HMM
 from pipeline.operators import LowRank, SparsePlusRankOne, entry_rows
 from pipeline.results.methods import MEASURED

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.models.hmm import HMM, ROW_SUM_TOLERANCE
+from pipeline.hmm import HMM, ROW_SUM_TOLERANCE
 
 OBSERVE = ("chain", "set")
 """What a coupled model's observation is: every chain's symbol, or the set of symbols."""

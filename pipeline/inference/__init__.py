@@ -1,6 +1,6 @@
 """Inference in an HMM: prediction, filtering, smoothing, Viterbi decoding and sampling.
 
-Pure functions over an ``HMM`` (``pipeline.models.HMM``), one signature and one result
+Pure functions over an ``HMM`` (``pipeline.hmm.HMM``), one signature and one result
 type for every matrix format: the format of ``hmm.transition`` supplies the compiled step
 (``pipeline.operators.layout``): one BLAS product per step for a dense matrix, the stored
 entries of the rows of non-zero states for CSR, the CSR step plus a rank-one or low-rank
@@ -34,7 +34,7 @@ likelihoods far below floating point's normal range keep the evidence exact. Gau
 emissions, with a one-symbol emission matrix standing in for the unused one:
 
 >>> import numpy as np
->>> from pipeline.models import HMM
+>>> from pipeline.hmm import HMM
 >>> means, sigma = np.array([-1.0, 0.0, 2.0]), 0.5
 >>> T = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
 >>> hmm = HMM(np.full(3, 1 / 3), T, np.ones((3, 1)))

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.inference.forward import broadcast
 from pipeline.inference.inputs import (
     Evidence,
@@ -32,7 +33,6 @@ from pipeline.inference.inputs import (
 )
 from pipeline.inference.smoother import checkpoint_steps
 from pipeline.kernels import maxproduct
-from pipeline.models.hmm import HMM
 from pipeline.operators import check_max_product, entries_at
 
 POINTER_BYTES = 2**28

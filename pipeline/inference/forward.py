@@ -13,11 +13,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.inference.inputs import Evidence, read_evidence, read_initial
 from pipeline.kernels import forward
-from pipeline.methods.select import mass_target
-from pipeline.models.hmm import HMM
-from pipeline.models.limits import check_memory
+from pipeline.kernels.select import mass_target
+from pipeline.limits import check_memory
 
 STEP_BYTES = 25
 """What a forward run keeps a step and sequence beside its beliefs: the step's row of the

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pipeline.models.hmm import HMM, normalised_rows, precision
+from pipeline.hmm import HMM, normalised_rows, precision
 from pipeline.operators import columns
 
 SCALE_RANGE = 256

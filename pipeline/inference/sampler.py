@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pipeline.models.hmm import HMM
-from pipeline.models.limits import check_memory
+from pipeline.hmm import HMM
+from pipeline.limits import check_memory
 from pipeline.operators import column_sampler, draw_dense
 
 DRAW_BYTES = 32

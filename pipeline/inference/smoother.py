@@ -22,10 +22,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.inference.forward import broadcast
 from pipeline.inference.inputs import Evidence, read_evidence, read_initial, read_segments
 from pipeline.kernels import backward, forward
-from pipeline.models.hmm import HMM
 from pipeline.operators import Matrix, expected_counts
 
 NO_PRUNING = np.inf

@@ -7,7 +7,8 @@
   recursion of smoothing;
 - ``maxproduct``: the max-product step of each layout and the Viterbi recursion;
 - ``draw``: inverse-CDF draws from the stored entries of CSR rows;
-- ``select``: per-row selection for top-p (a mass to reach) and top-k (a count);
+- ``select``: per-row selection for top-p (a mass to reach) and top-k (a count), and
+  the checked targets a ``p`` or a ``k`` becomes (``mass_target``, ``count_target``);
 - ``gamma``: the minimal mixing rate's pair search and the Doeblin bound;
 - ``maxplus``: the log-space max-product over blocks of log rows, and its backtrack, of
   the coupled models' exact Viterbi (``pipeline.coupled``).

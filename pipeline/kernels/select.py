@@ -14,6 +14,11 @@ count, the smallest kept value (``level``), how many kept entries equal it
 (``ties``) and the kept mass; ``fill_*`` then writes each row's kept columns
 and renormalised values in one scan. By the prefix property of the order, the
 kept set is every entry above ``level`` and the first ``ties`` equal to it.
+
+A caller's ``p`` or ``k`` becomes a rule's target through ``mass_target`` or
+``count_target``, the one check in this package: the rules and what reaching them means
+(``TOLERANCE``) stay in one place for top-p and top-k (``pipeline.methods``) and for
+belief pruning (``prune``, run by ``pipeline.inference``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,37 @@ COUNT = 1
 SELECTION_MARGIN = 1e-9
 """The mass quickselect aims this far past the target so its differently ordered sums
 never cut short."""
+
+TOLERANCE = 1e-12
+"""A prefix whose mass is at least ``p - TOLERANCE`` reaches ``p``, so that sums that
+equal ``p`` in exact arithmetic (the paper's examples) do."""
+
+NUMBER = (int, float, np.integer, np.floating)
+"""The types a mass or a count may have (a tuple: ``isinstance`` reads it faster than a union)."""
+
+
+def mass_target(p, name: str = "p") -> float:
+    """The mass a top-p prefix must reach; ``inf`` for ``p = 1`` (keep every non-zero entry).
+
+    Raises ``TypeError``/``ValueError`` naming ``name`` unless ``p`` is a number in (0, 1].
+    """
+    if isinstance(p, bool) or not isinstance(p, NUMBER):
+        raise TypeError(f"{name} must be a number in (0, 1], got {p!r}")
+    if not 0 < p <= 1:
+        raise ValueError(f"{name} must be in (0, 1], got {p}")
+    return np.inf if p == 1 else float(p) - TOLERANCE
+
+
+def count_target(k, name: str = "k") -> float:
+    """The count a top-k set keeps, as the kernels take it.
+
+    Raises ``TypeError``/``ValueError`` naming ``name`` unless ``k`` is an integer >= 1.
+    """
+    if isinstance(k, bool) or not isinstance(k, NUMBER):
+        raise TypeError(f"{name} must be an integer >= 1, got {k!r}")
+    if not (k >= 1 and float(k).is_integer()):
+        raise ValueError(f"{name} must be an integer >= 1, got {k}")
+    return float(k)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -14,11 +14,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.inference import smoothing
 from pipeline.learning.emissions import Emission, symbol_counts
 from pipeline.learning.entries import entries, reestimate, values_at
 from pipeline.methods import approximate
-from pipeline.models.hmm import HMM
 
 
 class Kept(NamedTuple):

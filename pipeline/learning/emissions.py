@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.hmm import validate_rows
 from pipeline.learning.entries import entries, reestimate
-from pipeline.models.hmm import validate_rows
 from pipeline.operators import Matrix, as_operator, columns
 
 VARIANCE_FLOOR = 1e-3

@@ -14,11 +14,11 @@ from typing import NamedTuple
 import numpy as np
 
 from pipeline import methods
+from pipeline.hmm import HMM
 from pipeline.inference import filtering
 from pipeline.learning.em import by_length, e_step, evidence, m_step
 from pipeline.learning.emissions import Categorical, Emission, read_symbols
 from pipeline.learning.entries import entries
-from pipeline.models.hmm import HMM
 
 
 class History(NamedTuple):

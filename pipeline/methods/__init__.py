@@ -28,6 +28,7 @@ methods with the same interface (``Method``) through the entry-point group
 
 from __future__ import annotations
 
+from pipeline.hmm import HMM
 from pipeline.methods import (
     banded_lowrank,
     lowrank,
@@ -38,7 +39,6 @@ from pipeline.methods import (
     topp_transitions,
 )
 from pipeline.methods.base import Approximation, Method
-from pipeline.models.hmm import HMM
 from pipeline.plugins import PluginError, Registry
 
 BUILTIN = {

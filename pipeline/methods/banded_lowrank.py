@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.methods import lowrank
 from pipeline.methods.base import Approximation
-from pipeline.models.hmm import HMM
 from pipeline.operators import LowRank, entry_rows
 from pipeline.operators.lowrank import band_pattern
 

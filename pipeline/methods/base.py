@@ -7,11 +7,8 @@ from typing import Protocol
 
 import numpy as np
 
-from pipeline.models.hmm import HMM
-
-TOLERANCE = 1e-12
-"""A prefix whose mass is at least ``p - TOLERANCE`` reaches ``p``, so that sums that
-equal ``p`` in exact arithmetic (the paper's examples) do."""
+from pipeline.hmm import HMM
+from pipeline.kernels.select import TOLERANCE
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.methods.base import Approximation
-from pipeline.models.hmm import HMM
 from pipeline.operators import LowRank, toarray
 from pipeline.operators.lowrank import MAX_DENSE
 

@@ -18,9 +18,9 @@ import itertools
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.kernels.select import COUNT, MASS, kept
-from pipeline.methods.base import TOLERANCE, Approximation
-from pipeline.models.hmm import HMM
+from pipeline.hmm import HMM
+from pipeline.kernels.select import COUNT, MASS, count_target, kept, mass_target
+from pipeline.methods.base import Approximation
 from pipeline.operators import (
     Peaks,
     as_operator,
@@ -32,34 +32,6 @@ from pipeline.operators import (
 
 MAX_ENTRIES = 5 * 10**8
 """A selected matrix may not grow past this many entries (6 GB)."""
-
-
-NUMBER = (int, float, np.integer, np.floating)
-"""The types a mass or a count may have (a tuple: ``isinstance`` reads it faster than a union)."""
-
-
-def mass_target(p, name: str = "p") -> float:
-    """The mass a top-p prefix must reach; ``inf`` for ``p = 1`` (keep every non-zero entry).
-
-    Raises ``TypeError``/``ValueError`` naming ``name`` unless ``p`` is a number in (0, 1].
-    """
-    if isinstance(p, bool) or not isinstance(p, NUMBER):
-        raise TypeError(f"{name} must be a number in (0, 1], got {p!r}")
-    if not 0 < p <= 1:
-        raise ValueError(f"{name} must be in (0, 1], got {p}")
-    return np.inf if p == 1 else float(p) - TOLERANCE
-
-
-def count_target(k, name: str = "k") -> float:
-    """The count a top-k set keeps, as the kernels take it.
-
-    Raises ``TypeError``/``ValueError`` naming ``name`` unless ``k`` is an integer >= 1.
-    """
-    if isinstance(k, bool) or not isinstance(k, NUMBER):
-        raise TypeError(f"{name} must be an integer >= 1, got {k!r}")
-    if not (k >= 1 and float(k).is_integer()):
-        raise ValueError(f"{name} must be an integer >= 1, got {k}")
-    return float(k)
 
 
 def _check_rows(values: np.ndarray) -> None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.hmm import HMM
 from pipeline.methods.base import Approximation
 from pipeline.methods.select import COUNT, count_target, select_matrix, select_vector, selected
-from pipeline.models.hmm import HMM
 
 SETTING = "k"
 """What the setting of this method is: the entries each row keeps, an integer >= 1."""

@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.methods.base import TOLERANCE, Approximation
+from pipeline.hmm import HMM
+from pipeline.kernels.select import TOLERANCE
+from pipeline.methods.base import Approximation
 from pipeline.methods.select import (
     MASS,
     kept_mass,
@@ -26,7 +28,6 @@ from pipeline.methods.select import (
     select_vector,
     selected,
 )
-from pipeline.models.hmm import HMM
 
 SETTING = "p"
 """What the setting of this method is: the probability mass kept, in (0, 1]."""

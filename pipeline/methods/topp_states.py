@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.methods.base import Approximation
 from pipeline.methods.topp import check
-from pipeline.models.hmm import HMM
 
 SETTING = "p"
 """What the setting of this method is: the belief mass kept after every step, in (0, 1]."""

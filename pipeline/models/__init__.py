@@ -1,4 +1,7 @@
-"""Model families (one module each) and the validated ``HMM`` container.
+"""Model families, one module each, and the ``HMM`` container they build.
+
+``HMM`` is defined below this package, in ``pipeline.hmm`` (its docstring says why), and
+re-exported here: ``from pipeline.models import HMM, build_model``.
 
 Every family has the interface ``Family`` describes (``pipeline.models.family``):
 ``build(n_states, seed=0, **params) -> HMM`` and optionally a cheap ``check``,
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import inspect
 
+from pipeline.hmm import HMM
+from pipeline.limits import check_memory
 from pipeline.models import (
     banded_kernel,
     bell,
@@ -29,8 +34,6 @@ from pipeline.models import (
     weather,
 )
 from pipeline.models.family import Family, ParameterError
-from pipeline.models.hmm import HMM
-from pipeline.models.limits import check_memory
 from pipeline.plugins import PluginError, Registry
 
 STATE_BYTES = 24

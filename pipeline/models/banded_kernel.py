@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.models import kernel
 from pipeline.models.family import ParameterError
-from pipeline.models.hmm import HMM
 from pipeline.operators import LowRank, entry_rows
 from pipeline.operators.lowrank import band_pattern
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.hmm import HMM
 from pipeline.models.family import ParameterError
-from pipeline.models.hmm import HMM
 from pipeline.operators import SparsePlusRankOne
 
 PEAK_MASS = 0.9

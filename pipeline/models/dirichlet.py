@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.models.family import ParameterError
-from pipeline.models.hmm import HMM
 
 CHUNK_ENTRIES = 2**20
 PRIOR, TRANSITION, EMISSION = 0, 1, 2

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pipeline.models.hmm import HMM
+from pipeline.hmm import HMM
 
 
 class ParameterError(ValueError):

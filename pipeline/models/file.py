@@ -55,8 +55,8 @@ import zlib
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.hmm import HMM
 from pipeline.models.family import ParameterError
-from pipeline.models.hmm import HMM
 
 ARRAYS = ("prior", "transition", "emission")
 """The arrays of the format, in the order of ``HMM``'s arguments."""

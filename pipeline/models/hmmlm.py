@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.hmmlm import saved
 from pipeline.hmmlm.blocks import emission_matrix, emission_probabilities
 from pipeline.hmmlm.parameters import softmax_rows, transition_matrix
 from pipeline.models import kernel
 from pipeline.models.family import ParameterError
-from pipeline.models.hmm import HMM
 
 SEEDED = False
 

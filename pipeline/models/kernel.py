@@ -21,8 +21,8 @@ import math
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.models.family import ParameterError
-from pipeline.models.hmm import HMM
 from pipeline.models.peaked import peaked_rows
 from pipeline.operators import LowRank
 from pipeline.operators.lowrank import MAX_DENSE

@@ -32,8 +32,8 @@ import scipy.sparse as sp
 
 from pipeline import corpus as corpora
 from pipeline.corpus import vocabulary
+from pipeline.hmm import HMM
 from pipeline.models.family import ParameterError
-from pipeline.models.hmm import HMM
 from pipeline.operators import SparsePlusRankOne, toarray
 
 SEEDED = False

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.hmm import HMM
 from pipeline.models.family import ParameterError
-from pipeline.models.hmm import HMM
 from pipeline.operators import SparsePlusRankOne
 
 PRIOR, TRANSITION, EMISSION = 0, 1, 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.models.hmm import HMM
+from pipeline.hmm import HMM
 
 SEEDED = False
 """Every seed gives the same HMM."""

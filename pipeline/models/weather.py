@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.hmm import HMM
 from pipeline.models.family import ParameterError
-from pipeline.models.hmm import HMM
 
 SEEDED = False
 """Every seed gives the same HMM."""

@@ -3,7 +3,9 @@
 A model of ``10**12`` states or a horizon of ``10**12`` steps would need terabytes; numpy
 would raise a ``MemoryError`` from deep inside (or, for a product past its index range, a
 ``ValueError`` naming no argument). ``check_memory`` refuses such an argument up front,
-in one line naming it, the memory it would need and what is allowed.
+in one line naming it, the memory it would need and what is allowed. It sits beside
+``pipeline.hmm``, below the families, inference and the sweep's sampler that check their
+arguments with it.
 
 >>> check_memory(8 * 10**15, "horizon=1,000,000,000,000", "8 bytes a step")
 Traceback (most recent call last):

@@ -22,6 +22,16 @@ within float32's rounding, and every recursion and bound downstream assumes rows
 to 1 in float64 (a prediction would otherwise gain or lose that rounding at every step).
 The model is then the float64 model of those rows, and inference on it gives exactly the
 answers of that float64 model.
+
+Why here, below ``pipeline.models``: the container is what ``pipeline.inference``,
+``pipeline.methods``, ``pipeline.learning`` and ``pipeline.coupled`` take, and the families
+(``pipeline.models``) are one of the places that make it. A package ``__init__`` runs before
+any of its modules, so a container inside ``pipeline.models`` loads every family, the HMM
+LMs' training code (``pipeline.hmmlm``) and the corpus readers (``pipeline.corpus``) for a
+caller that only builds an ``HMM`` and runs inference on it; making the families lazy would
+keep them out of that import but still put the lowest type inside the package above it.
+This module needs only ``pipeline.operators``; ``pipeline.models`` re-exports ``HMM``, so
+``from pipeline.models import HMM, build_model`` keeps working.
 """
 
 from __future__ import annotations
