@@ -15,7 +15,7 @@ from __future__ import annotations
 from pipeline.methods.base import Approximation
 from pipeline.methods.select import selected
 from pipeline.methods.topk import check, topk_matrix
-from pipeline.models.hmm import HMM
+from pipeline.hmm import HMM
 
 SETTING = "k"
 """What the setting of this method is: the entries each transition row keeps, an integer >= 1."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pipeline.methods.base import Approximation
 from pipeline.methods.select import selected
 from pipeline.methods.topp import check, topp_matrix
-from pipeline.models.hmm import HMM
+from pipeline.hmm import HMM
 
 SETTING = "p"
 """What the setting of this method is: the mass each transition row keeps, in (0, 1]."""
