@@ -12,10 +12,10 @@ Guarantee: none a priori, as ``topk``; the method-neutral bounds hold with the m
 
 from __future__ import annotations
 
+from pipeline.hmm import HMM
 from pipeline.methods.base import Approximation
 from pipeline.methods.select import selected
 from pipeline.methods.topk import check, topk_matrix
-from pipeline.hmm import HMM
 
 SETTING = "k"
 """What the setting of this method is: the entries each transition row keeps, an integer >= 1."""

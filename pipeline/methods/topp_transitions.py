@@ -14,10 +14,10 @@ Guarantee: as ``topp`` (each row's ``eps_i <= 1 - p``, prediction TV below
 
 from __future__ import annotations
 
+from pipeline.hmm import HMM
 from pipeline.methods.base import Approximation
 from pipeline.methods.select import selected
 from pipeline.methods.topp import check, topp_matrix
-from pipeline.hmm import HMM
 
 SETTING = "p"
 """What the setting of this method is: the mass each transition row keeps, in (0, 1]."""
