@@ -155,6 +155,13 @@ def selected(hmm: HMM, top: HMM) -> Approximation:
     )
 
 
+def transitions_alone(hmm: HMM, transition) -> Approximation:
+    """The approximation of ``hmm`` that replaces only its transitions, by ``transition`` (a
+    selection of each row, (n_states, n_states)): prior and emissions stay the exact ones, so
+    the prior error is 0 and the row errors are ``selected``'s."""
+    return selected(hmm, HMM(hmm.prior, transition, hmm.emission))
+
+
 __all__ = [
     "COUNT",
     "MASS",
@@ -164,4 +171,5 @@ __all__ = [
     "select_matrix",
     "select_vector",
     "selected",
+    "transitions_alone",
 ]

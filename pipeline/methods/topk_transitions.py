@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pipeline.hmm import HMM
 from pipeline.methods.base import Approximation
-from pipeline.methods.select import selected
+from pipeline.methods.select import transitions_alone
 from pipeline.methods.topk import check, topk_matrix
 
 SETTING = "k"
@@ -25,7 +25,7 @@ def approximate(hmm: HMM, setting: float) -> Approximation:
     """``hmm`` with every transition row replaced by its top-k distribution (CSR) at
     ``k = setting``; prior and emissions the exact ones."""
     check(setting)
-    return selected(hmm, HMM(hmm.prior, topk_matrix(hmm.transition, setting), hmm.emission))
+    return transitions_alone(hmm, topk_matrix(hmm.transition, setting))
 
 
 __all__ = ["approximate", "check"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pipeline.hmm import HMM
 from pipeline.methods.base import Approximation
-from pipeline.methods.select import selected
+from pipeline.methods.select import transitions_alone
 from pipeline.methods.topp import check, topp_matrix
 
 SETTING = "p"
@@ -27,7 +27,7 @@ def approximate(hmm: HMM, setting: float) -> Approximation:
     """``hmm`` with every transition row replaced by its top-p distribution (CSR) at
     ``p = setting``; prior and emissions the exact ones."""
     check(setting)
-    return selected(hmm, HMM(hmm.prior, topp_matrix(hmm.transition, setting), hmm.emission))
+    return transitions_alone(hmm, topp_matrix(hmm.transition, setting))
 
 
 __all__ = ["approximate", "check"]
