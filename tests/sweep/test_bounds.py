@@ -27,9 +27,9 @@ def _refusal(*overrides: str, store: Path) -> str:
 
 
 def test_a_horizon_of_a_billion_steps_is_refused_from_the_store_size(tmp_path):
-    started = time.monotonic()
+    started = time.process_time()  # this process's CPU: a loaded machine does not count
     problem = _refusal("grid.horizon=1000000000", store=tmp_path / "s.zarr")
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10
     assert problem.startswith("grid: the store would hold 60,796.7 GiB (")
     assert "t 1,000,000,001" in problem and "of this machine's memory" in problem
 
@@ -37,10 +37,10 @@ def test_a_horizon_of_a_billion_steps_is_refused_from_the_store_size(tmp_path):
 def test_a_million_cells_are_refused_within_seconds(tmp_path):
     cfg, _ = compose(["experiment=smoke"])
     cfg.grid.seeds = list(range(7_000))  # 144 cells a seed
-    started = time.monotonic()
+    started = time.process_time()  # this process's CPU: a loaded machine does not count
     with pytest.raises(ConfigError, match=r"^max_cells: the grid has 1,008,000 cells, more "):
         prepare(cfg, tmp_path / "s.zarr")
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10
     grid = MethodsGrid.from_config(cfg)  # a grid meant to be that large, and a store it fits:
     check_bounds(results.SCHEMA, grid, max_cells=2_000_000)
 
