@@ -9,9 +9,13 @@ from pathlib import Path
 
 from pipeline.results.kinds import BUILTIN
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
-from pipeline.sweep.config.clusters import CLUSTER_FILE
 from pipeline.sweep.config.reference import Key, cluster_entries, experiments, keys
-from pipeline.sweep.config.schema import CONFIG_DIR, group_defaults, sweep_config
+from pipeline.sweep.config.schema import (
+    CONFIG_DIR,
+    SHIPPED_CLUSTERS,
+    group_defaults,
+    sweep_config,
+)
 
 
 def _cell(text: str) -> str:
@@ -31,7 +35,7 @@ def _table(found: list[Key]) -> list[str]:
 def _entries() -> list[str]:
     """Every entry of the shipped ``dask_cluster.yaml``: what it is and what it sets."""
     lines = []
-    for entry in cluster_entries(CONFIG_DIR / CLUSTER_FILE):
+    for entry in cluster_entries(SHIPPED_CLUSTERS):
         kind = entry.values["cluster.kind"]
         schema = BACKENDS[kind].schema
         defaults = {key.name: ast.literal_eval(key.default) for key in keys(schema, "cluster.")}

@@ -1,6 +1,7 @@
 """The package as the getting-started page installs it without its clone (a wheel built with
 ``python -m build``, then installed by pip) runs a sweep and its report from a directory that
-knows nothing of the repository."""
+knows nothing of the repository, with the configs of the repository's top level (``conf/``,
+``dask_cluster.yaml``) carried inside it."""
 
 import shutil
 import subprocess
@@ -18,19 +19,22 @@ pytestmark = pytest.mark.slow  # a wheel is built; the installed copy compiles a
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    """The package's wheel built from a copy of its sources (``python -m build --wheel``, as
-    the docs say) and installed into a folder of its own (``--target``; its dependencies are
-    this environment's): that folder."""
+    """The package's wheel built from a copy of its sources and installed into a folder of
+    its own (``--target``; its dependencies are this environment's): that folder. ``python -m
+    build`` makes the source distribution, then the wheel from it: the wheel the docs' ``python
+    -m build --wheel`` makes from the tree, and one made from what the source distribution
+    carries (``MANIFEST.in``)."""
     root = tmp_path_factory.mktemp("package")
     source = root / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dask_cluster.yaml"):
         shutil.copy(REPOSITORY / name, source / name)
-    shutil.copytree(
-        REPOSITORY / "pipeline", source / "pipeline", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    for name in ("pipeline", "conf"):
+        shutil.copytree(
+            REPOSITORY / name, source / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
     built = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(root / "dist"), str(source)],
+        [sys.executable, "-m", "build", "--outdir", str(root / "dist"), str(source)],
         capture_output=True,
         text=True,
     )
@@ -58,8 +62,20 @@ def _run(*command: str, cwd: Path, site: Path) -> subprocess.CompletedProcess:
 
 
 def test_an_installed_package_sweeps_and_reports_from_anywhere(installed, tmp_path):
-    where = _run("-c", "import pipeline; print(pipeline.__file__)", cwd=tmp_path, site=installed)
-    assert where.stdout.strip() == str(installed / "pipeline" / "__init__.py"), where.stderr
+    where = _run(
+        "-c",
+        "import pipeline\n"
+        "from pipeline.sweep.config import CONFIG_DIR, SHIPPED_CLUSTERS\n"
+        "print(pipeline.__file__, CONFIG_DIR, SHIPPED_CLUSTERS)",
+        cwd=tmp_path,
+        site=installed,
+    )
+    package = installed / "pipeline"
+    assert where.stdout.split() == [
+        str(package / "__init__.py"),
+        str(package / "conf"),
+        str(package / "dask_cluster.yaml"),
+    ], where.stderr
     version = _run("-m", "pipeline.sweep", "--version", cwd=tmp_path, site=installed)
     assert version.stdout.strip() == f"pipeline {_version()}", version.stderr
     swept = _run(
@@ -83,6 +99,26 @@ def test_an_installed_package_sweeps_and_reports_from_anywhere(installed, tmp_pa
     )
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "outputs" / "smoke" / "results_report" / "report.md").is_file()
+
+
+def test_the_installed_configs_are_the_repositorys_top_level_ones(installed):
+    """The wheel carries ``conf/`` and ``dask_cluster.yaml`` byte for byte as the repository's
+    top level holds them (``pipeline/conf/``, ``pipeline/dask_cluster.yaml``), and no other
+    file in ``pipeline/conf``."""
+    package = installed / "pipeline"
+    carried, top = _files(package / "conf"), _files(REPOSITORY / "conf")
+    assert sorted(carried) == sorted(top) and "config.yaml" in top
+    for name, path in top.items():
+        assert carried[name].read_bytes() == path.read_bytes(), name
+    shipped = (package / "dask_cluster.yaml").read_bytes()
+    assert shipped == (REPOSITORY / "dask_cluster.yaml").read_bytes()
+
+
+def _files(folder: Path) -> dict[str, Path]:
+    """Every file under ``folder`` by its path relative to it."""
+    return {
+        path.relative_to(folder).as_posix(): path for path in folder.rglob("*") if path.is_file()
+    }
 
 
 def _version() -> str:

@@ -9,7 +9,7 @@ State Representations for Complex Stochastic Processes":
 - ``family``: the seeded mixed-memory family the sweeps use (coupling ``eps``);
 - ``relational`` (and ``relational_parse``): relational specs in YAML (abstract states,
   guards, abstract transitions, selection distribution, observation rules; the string
-  quartet in ``pipeline/conf/relational``) grounded into a ``CoupledHMM``;
+  quartet in ``conf/relational``) grounded into a ``CoupledHMM``;
 - ``exact``: filtering, smoothing and Viterbi on the joint chain by its structured operator;
 - ``meanfield``: the structured mean field, online (filtering) and over a sequence (smoothing);
 - ``viterbi``: the chain-wise Viterbi of Thon and Kersting's equations (a) to (d);

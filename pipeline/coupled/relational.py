@@ -1,6 +1,6 @@
 """Weakly coupled relational HMMs (Thon and Kersting), grounded from a spec into a ``CoupledHMM``.
 
-A spec (``pipeline/conf/relational/string_quartet.yaml`` is a documented example) has
+A spec (``conf/relational/string_quartet.yaml`` is a documented example) has
 
 - ``types``: each type's constants, e.g. ``voice: [basso, tenor, alto, soprano]``;
 - ``chain``: the type with one chain per constant;

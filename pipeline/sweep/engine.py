@@ -240,7 +240,7 @@ def run(overrides: list[str] = (), *, client: Client | None = None) -> xr.Datase
     """The sweep of ``python -m pipeline.sweep <overrides>``, from Python; its results.
 
     The same config composition and validation as the command line (Hydra's compose API
-    over ``pipeline/conf``), the same store (``store=``, default ``outputs/<experiment>/``), the
+    over ``conf/``), the same store (``store=``, default ``outputs/<experiment>/``), the
     same resume. ``client`` None starts the configured cluster and stops it at the end; a
     given ``distributed.Client`` is used as it is and left open. Returns the store opened
     lazily (``pipeline.open_results``); failed cells are marked in its ``failed`` and

@@ -75,8 +75,8 @@ def _hydra_main(cfg) -> None:
 JOB_NAME = Path(__file__).stem
 """Hydra's name of the sweep's job (the name of the file of its main function)."""
 OWN_CONFIG = (
-    "the sweep composes its own config (pipeline/conf); allowed: configs of your own in conf/ "
-    "here or in $PIPELINE_CONFIG_DIR (experiment=NAME reads <folder>/experiment/NAME.yaml)"
+    "the sweep composes its own config (the project's conf/); allowed: configs of your own in "
+    "conf/ here or in $PIPELINE_CONFIG_DIR (experiment=NAME reads <folder>/experiment/NAME.yaml)"
 )
 
 

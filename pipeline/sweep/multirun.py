@@ -5,7 +5,7 @@ secrets included (an SSH password in ``cluster.connect_options``, a token in
 ``hydra.job.env_set``, in the config and in the overrides Hydra records). A sweeper of our
 own cannot take its place: Hydra instantiates only sweepers of its ``hydra_plugins``
 package. ``SecretFreeRecord``, a Hydra callback (``hydra.callbacks`` in
-``pipeline/conf/config.yaml``), keeps them out instead: where the config holds a secret, it
+``conf/config.yaml``), keeps them out instead: where the config holds a secret, it
 links ``multirun.yaml`` to ``/dev/null`` before the sweeper saves (so the config in clear
 goes nowhere), and puts the config redacted as the store's is (``provenance.redacted``) in
 the link's place as the first job starts. A multirun stopped before that leaves the link,

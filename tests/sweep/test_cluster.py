@@ -28,7 +28,7 @@ from pipeline.sweep.backends.address import ANSWER_GRACE
 from pipeline.sweep.backends.base import plain
 from pipeline.sweep.backends.local import MEMORY_LIMITS, MIN_WORKER_MEMORY
 from pipeline.sweep.cluster import tls
-from pipeline.sweep.config import CONFIG_DIR, ConfigError, compose, register
+from pipeline.sweep.config import SHIPPED_CLUSTERS, ConfigError, compose, register
 from pipeline.sweep.config.clusters import load_clusters, temporary_tls
 from pipeline.sweep.engine import sweep
 from pipeline.sweep.main import _stop, check_overrides
@@ -57,7 +57,7 @@ TEMPORARY_TLS = {
 """Overrides -> whether each cluster entry gets a temporary certificate authority."""
 
 
-ENTRIES = load_clusters(CONFIG_DIR / "dask_cluster.yaml")
+ENTRIES = load_clusters(SHIPPED_CLUSTERS)
 
 
 def entry(name: str, *overrides: str):

@@ -20,8 +20,16 @@ from pipeline.results.methods import SCHEMA
 from pipeline.sweep import run
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.cluster import connect
-from pipeline.sweep.config import CONFIG_DIR, ConfigError, compose, register, sweep_config
-from pipeline.sweep.config.clusters import load_clusters
+from pipeline.sweep.config import (
+    CONFIG_DIR,
+    SHIPPED_CLUSTERS,
+    ConfigError,
+    compose,
+    register,
+    sweep_config,
+)
+from pipeline.sweep.config.clusters import cluster_file, load_clusters
+from pipeline.sweep.config.compose import USER_CONFIG, replaceable, user_configs
 from pipeline.sweep.config.validation import NAME_MARGIN
 from pipeline.sweep.kinds import validate
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
@@ -29,6 +37,7 @@ from pipeline.sweep.lock import lock_path
 from pipeline.sweep.main import check_overrides, main
 from pipeline.sweep.store import ResultStore
 
+from helpers import REPOSITORY
 from sweeping import TINY, composed, sweep
 
 BAD = {
@@ -295,8 +304,8 @@ FLAGS = {
     ),
     "another_config": (
         ["--config-name", "mine"],
-        "--config-name: the sweep composes its own config (pipeline/conf); allowed: configs of "
-        "your own in conf/ here or in $PIPELINE_CONFIG_DIR",
+        "--config-name: the sweep composes its own config (the project's conf/); allowed: configs "
+        "of your own in conf/ here or in $PIPELINE_CONFIG_DIR",
     ),
     "an_unknown_flag": (["--dry-run"], "--dry-run: is not a flag of Hydra's"),
 }
@@ -461,6 +470,25 @@ def test_store_of_another_grid(tmp_path):
     assert "Dask scheduler" not in result.stderr
 
 
+def test_a_checkout_reads_the_configs_of_its_top_level_once(monkeypatch, tmp_path):
+    """In a checkout the project's configs are ``conf/`` and ``dask_cluster.yaml`` of the
+    repository's top level, with no second copy in the package; run from there, they are the
+    working directory's too, and nothing adds them to Hydra's search path again. A folder
+    named both by ``$PIPELINE_CONFIG_DIR`` and as ``./conf`` is searched once."""
+    assert CONFIG_DIR == REPOSITORY / "conf" and (CONFIG_DIR / "config.yaml").is_file()
+    assert SHIPPED_CLUSTERS == REPOSITORY / "dask_cluster.yaml"
+    assert not (REPOSITORY / "pipeline" / "conf").exists()
+    monkeypatch.chdir(REPOSITORY)
+    monkeypatch.setenv(USER_CONFIG, str(CONFIG_DIR))
+    assert user_configs() == [] and cluster_file().resolve() == SHIPPED_CLUSTERS
+    assert not [o for o in replaceable(["experiment=smoke"]) if o.startswith("hydra.")]
+    (tmp_path / "conf").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(USER_CONFIG, "conf")
+    assert user_configs() == [(tmp_path / "conf").resolve()]
+    assert replaceable([])[-1] == f"hydra.searchpath=[file://{(tmp_path / 'conf').resolve()}]"
+
+
 def test_cluster_file_errors(tmp_path):
     (tmp_path / "dask_cluster.yaml").write_text("mine:\n  kind: local\n  workers: 3\n")
     with pytest.raises(
@@ -519,7 +547,7 @@ def test_cluster_file_security_section(tmp_path):
 
 def test_every_key_of_the_cluster_file_is_documented():
     """Each key of every schema appears in dask_cluster.yaml's comments or entries."""
-    text = (CONFIG_DIR / "dask_cluster.yaml").read_text()
+    text = SHIPPED_CLUSTERS.read_text()
     for schema in {*(backend.schema for backend in BACKENDS.values()), SecurityConfig}:
         for key in (f.name for f in dataclasses.fields(schema)):
             assert re.search(rf"^\s*#?\s*{key}:", text, re.MULTILINE), key

@@ -11,6 +11,8 @@ from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
 from pipeline.sweep.help import MOST_USED, text
 from pipeline.sweep.main import main
 
+from helpers import REPOSITORY
+
 
 def _printed(capsys, monkeypatch, *argv: str) -> str:
     monkeypatch.setattr(sys, "argv", ["pipeline.sweep", *argv])
@@ -19,6 +21,9 @@ def _printed(capsys, monkeypatch, *argv: str) -> str:
 
 
 def test_help_starts_with_what_the_command_does_and_lists_every_experiment(capsys, monkeypatch):
+    """From the repository's top level, whose ``conf/`` is the project's: each experiment
+    once."""
+    monkeypatch.chdir(REPOSITORY)
     shown = _printed(capsys, monkeypatch, "--help")
     lines = shown.splitlines()
     assert lines[0].startswith("usage: python -m pipeline.sweep") and "Hydra" not in lines[0]
@@ -28,7 +33,7 @@ def test_help_starts_with_what_the_command_does_and_lists_every_experiment(capsy
         (line,) = [line for line in lines if line.startswith(f"  {name} ")]
         assert len(line.split(maxsplit=1)[1]) > 10, line  # its meaning, from the schema
     for path in (CONFIG_DIR / "experiment").glob("*.yaml"):
-        assert any(line.startswith(f"  {path.stem} ") for line in lines), path.stem
+        assert sum(line.startswith(f"  {path.stem} ") for line in lines) == 1, path.stem
     assert shown.count("python -m pipeline.sweep experiment=") >= 3  # the examples
 
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from pipeline.sweep.config import CONFIG_DIR, compose, register
+from pipeline.sweep.config import CONFIG_DIR, SHIPPED_CLUSTERS, compose, register
 from pipeline.sweep.config.clusters import load_clusters
 from pipeline.sweep.config.compose import compose_with_hydra
 from pipeline.sweep.main import main
@@ -146,11 +146,11 @@ def leaky_entry() -> dict:
 def cluster_file(tmp_path_factory):
     """A ``dask_cluster.yaml`` whose ``slurm`` entry is ``leaky_entry``; the repository's
     clusters are registered again afterwards."""
-    entries = yaml.safe_load((CONFIG_DIR / "dask_cluster.yaml").read_text())
+    entries = yaml.safe_load(SHIPPED_CLUSTERS.read_text())
     path = tmp_path_factory.mktemp("leaky") / "dask_cluster.yaml"
     path.write_text(yaml.safe_dump({**entries, "slurm": leaky_entry()}))
     yield path
-    register(load_clusters(CONFIG_DIR / "dask_cluster.yaml"))
+    register(load_clusters(SHIPPED_CLUSTERS))
 
 
 @pytest.fixture(scope="module")
@@ -211,10 +211,10 @@ def test_configs_without_secrets_are_stored_as_they_are():
     repository looks like a secret (paths, module names, hashes are no tokens)."""
     default, _ = compose([])
     documents = [OmegaConf.to_container(default, resolve=True)]
-    documents += [yaml.safe_load(p.read_text()) for p in CONFIG_DIR.rglob("*.yaml")]
     documents += [
-        dataclasses.asdict(e) for e in load_clusters(CONFIG_DIR / "dask_cluster.yaml").values()
+        yaml.safe_load(p.read_text()) for p in [*CONFIG_DIR.rglob("*.yaml"), SHIPPED_CLUSTERS]
     ]
+    documents += [dataclasses.asdict(e) for e in load_clusters(SHIPPED_CLUSTERS).values()]
     for document in documents:
         assert redacted(document) == document
 

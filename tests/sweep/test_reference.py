@@ -9,9 +9,13 @@ import pytest
 from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import family_parameters
 from pipeline.sweep.backends import BACKENDS
-from pipeline.sweep.config.clusters import CLUSTER_FILE
 from pipeline.sweep.config.reference import cluster_entries, experiments, keys, parameter_docs
-from pipeline.sweep.config.schema import CONFIG_DIR, group_defaults, sweep_config
+from pipeline.sweep.config.schema import (
+    CONFIG_DIR,
+    SHIPPED_CLUSTERS,
+    group_defaults,
+    sweep_config,
+)
 
 from helpers import REPOSITORY
 
@@ -82,7 +86,7 @@ def test_every_shipped_cluster_entry_and_experiment_has_a_summary_and_a_section(
     pages = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(pages)
     page = pages.config_page()
-    entries = cluster_entries(CONFIG_DIR / CLUSTER_FILE)
+    entries = cluster_entries(SHIPPED_CLUSTERS)
     assert {entry.name for entry in entries} >= {"local", "machine", "address", "ssh"}
     for entry in entries:
         assert entry.summary.endswith("."), entry

@@ -15,16 +15,17 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
-from pipeline.sweep.config.schema import CONFIG_DIR
+from pipeline.sweep.config.schema import SHIPPED_CLUSTERS
 from pipeline.sweep.config.validation import ConfigError, check_ranges
 
 CLUSTER_FILE = "dask_cluster.yaml"
 
 
 def cluster_file() -> Path:
-    """``dask_cluster.yaml`` of the working directory, else the one the package ships."""
+    """``dask_cluster.yaml`` of the working directory, else the one the project ships
+    (``schema.SHIPPED_CLUSTERS``; from the repository's top level the two are one file)."""
     local = Path(CLUSTER_FILE)
-    return local if local.is_file() else CONFIG_DIR / CLUSTER_FILE
+    return local if local.is_file() else SHIPPED_CLUSTERS
 
 
 def load_clusters(path: Path | None = None) -> dict[str, object]:

@@ -59,11 +59,14 @@ USER_CONFIG = "PIPELINE_CONFIG_DIR"
 
 
 def user_configs() -> list[Path]:
-    """Folders of the user's own configs, searched beside the package's (``experiment=mine``
+    """Folders of the user's own configs, searched beside the project's (``experiment=mine``
     finds ``<folder>/experiment/mine.yaml``): ``$PIPELINE_CONFIG_DIR`` and the working
-    directory's ``conf/``, each where it exists."""
+    directory's ``conf/``, each where it exists and once, and neither where it is the
+    project's own ``CONFIG_DIR`` (the working directory's ``conf/`` at the repository's top
+    level)."""
     found = [os.environ.get(USER_CONFIG), "conf"]
-    return [Path(f).resolve() for f in found if f and Path(f).is_dir()]
+    folders = dict.fromkeys(Path(f).resolve() for f in found if f and Path(f).is_dir())
+    return [folder for folder in folders if folder != CONFIG_DIR]
 
 
 def replaceable(overrides: list[str]) -> list[str]:
@@ -141,7 +144,7 @@ def compose(
     overrides: list[str], *, clusters: dict[str, object] | None = None
 ) -> tuple[DictConfig, str]:
     """The config ``python -m pipeline.sweep <overrides>`` runs, composed by Hydra's compose
-    API from ``pipeline/conf`` with the same replacements (``replaceable``), and the experiment's
+    API from ``CONFIG_DIR`` with the same replacements (``replaceable``), and the experiment's
     name (a store's default path holds it); ``OverrideError`` (one line) where the
     overrides do not compose, ``ConfigError`` where they add a key the schema does not
     declare (``check_keys``). ``clusters``: the ``cluster`` group's options (default

@@ -1,5 +1,5 @@
 """The sweep's structured config: the ``SweepConfig`` schema Hydra composes
-``pipeline/conf/config.yaml`` over (OmegaConf checks types and rejects unknown keys; the
+``conf/config.yaml`` over (OmegaConf checks types and rejects unknown keys; the
 numbers' ranges are declared on the fields, ``ranged``, and checked by
 ``validation.check_ranges``; the kinds check the rest)."""
 
@@ -29,9 +29,22 @@ from pipeline.results.methods import MODES
 from pipeline.sweep.config.reference import parameter_docs
 from pipeline.sweep.config.validation import choices, ranged
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
-"""The configs the package ships (``pipeline/conf``): Hydra's ``config.yaml`` and
-experiments, the relational specs and the default ``dask_cluster.yaml``."""
+
+def _shipped() -> Path:
+    """The folder holding the configs the project ships, ``conf/`` and ``dask_cluster.yaml``:
+    the package's own folder where it is installed from a wheel (the build copies them there,
+    ``setup.py``), else the repository's top level (a checkout, installed editable or not)."""
+    package = Path(__file__).resolve().parents[2]
+    return package if (package / "conf" / "config.yaml").is_file() else package.parent
+
+
+_SHIPPED = _shipped()
+CONFIG_DIR = _SHIPPED / "conf"
+"""Hydra's config folder as the project ships it (``conf/``): ``config.yaml``, the experiments
+and the relational specs."""
+SHIPPED_CLUSTERS = _SHIPPED / "dask_cluster.yaml"
+"""The cluster entries the project ships (``dask_cluster.yaml``); one in the working directory
+replaces them (``clusters.cluster_file``)."""
 DEFAULT_MODES = ("predict", "filter")
 """The modes of a grid that names none (``pipeline.results.methods.MODES`` lists every mode)."""
 
@@ -49,7 +62,7 @@ def group_defaults() -> dict[str, str]:
 
 
 def _cluster_names() -> str:
-    names = ", ".join(yaml.safe_load((CONFIG_DIR / "dask_cluster.yaml").read_text()))
+    names = ", ".join(yaml.safe_load(SHIPPED_CLUSTERS.read_text()))
     return f"an entry of dask_cluster.yaml (the package's: {names}; or one of your own)"
 
 
@@ -308,7 +321,7 @@ class CoupledConfig:
     relational: dict[str, Any] = choices(
         dict, "a mapping of spec names to lists of domains, each a mapping of types to integers"
     )
-    """Relational specs (``pipeline/conf/relational/<name>.yaml``) -> domains to ground them at,
+    """Relational specs (``conf/relational/<name>.yaml``) -> domains to ground them at,
     each a mapping type -> how many of its constants to keep (the rest of the types whole)."""
     horizon: int = ranged(50, least=1)
     """Steps after the prior: each cell samples a path of horizon + 1 steps and stores its

@@ -1,4 +1,4 @@
-"""The relational specs of ``pipeline/conf/relational``: YAML files a coupled sweep grounds
+"""The relational specs of ``conf/relational``: YAML files a coupled sweep grounds
 (``pipeline.coupled.relational`` reads a spec as a mapping; this is where files are read)."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ SPECS = CONFIG_DIR / "relational"
 
 
 def spec_path(name: str) -> Path:
-    """The file of the relational spec ``name``: ``pipeline/conf/relational/<name>.yaml``."""
+    """The file of the relational spec ``name``: ``conf/relational/<name>.yaml``."""
     return SPECS / f"{name}.yaml"
 
 
 def known_specs() -> list[str]:
-    """The names of every spec in ``pipeline/conf/relational``."""
+    """The names of every spec in ``conf/relational``."""
     return sorted(path.stem for path in SPECS.glob("*.yaml"))
 
 

@@ -6,7 +6,7 @@ A config with a ``coupled`` section (``experiment=coupled``, ``coupled_smoke``) 
 cell per ``(model, chains, n_states, eps, seed, observe)`` as a Dask task
 (``tasks.coupled_cell``):
 ``model`` is the ``coupled`` family (seeded mixed-memory chains) or a relational spec of
-``pipeline/conf/relational`` grounded at a domain (``pipeline.coupled.relational``); ``eps`` is the
+``conf/relational`` grounded at a domain (``pipeline.coupled.relational``); ``eps`` is the
 coupling; ``observe`` what is observed. Each cell samples a path of the model, observes
 every ``observe_every`` steps and runs every method on it (``tasks.compare``);
 the store keeps what ``pipeline.results.coupled`` lists.
