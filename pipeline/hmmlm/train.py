@@ -178,6 +178,24 @@ def _clipped_scale(grads: list[np.ndarray], scale: float, clip: float | None) ->
     return scale * min(1.0, clip / norm) if norm > 0 else scale
 
 
+def _warm_up(p, streams, blocks, state_dropout, length: int, learning_rate: float) -> None:
+    """What an epoch's first steps compile and touch first, done untimed with nothing kept
+    (``pipeline.sweep.timing``): the gradients of the first two segments of ``streams``
+    (B, L) (the second carries the first's state) and an Adam step on scratch copies of one
+    number of every array. ``p`` is not changed and state dropout draws from a generator of
+    its own, so training computes what it would have without it."""
+    work, rng, carry, previous, grad = Workspace(), np.random.default_rng(0), None, None, None
+    for lo in range(0, min(streams.shape[1], 2 * length), length):
+        tokens = streams[:, lo : lo + length]
+        grad, carry = _batch_gradient(p, tokens, blocks, state_dropout, rng, work, carry, previous)
+        previous = tokens[:, -1]
+    if grad is None:  # no tokens: no step to warm
+        return
+    for x, g in zip(_leaves(p), _leaves(grad), strict=True):
+        x, g = x.ravel()[:1].copy(), g.ravel()[:1].copy()
+        _adam(x, g, np.zeros_like(x), np.zeros_like(x), learning_rate, 1.0, 0.9, 0.999, 0.1, 0.001)
+
+
 def train(
     p: Parameters,
     train_streams: np.ndarray,
@@ -191,7 +209,9 @@ def train(
     """Adam over the segments of ``train_streams`` (B, L), each stream's state carried
     from segment to segment, epoch after epoch until ``schedule`` stops; the validation
     perplexity of ``validation`` (S, L') after each. ``p``'s arrays are updated in place
-    (the best epoch's are copied out)."""
+    (the best epoch's are copied out). Epochs are timed after an untimed warm-up step
+    (``_warm_up``), outside ``max_seconds``."""
+    _warm_up(p, train_streams, blocks, state_dropout, schedule.length, schedule.learning_rate)
     rng = np.random.default_rng(seed)
     leaves = _leaves(p)
     first, second = [np.zeros_like(x) for x in leaves], [np.zeros_like(x) for x in leaves]

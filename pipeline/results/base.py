@@ -29,6 +29,9 @@ class Variable:
     dtype: str = "float64"
     missing: str = ""
     """When the variable holds NaN for a cell that is done, and why (the ``missing`` attribute)."""
+    timed: bool = False
+    """A clock reading, or a ratio of them, taken by the sweep's timing policy: its
+    ``warmup`` attribute says how the timed calls were warmed up (``pipeline.sweep.timing``)."""
 
 
 def status_variables(dims: tuple[str, ...]) -> dict[str, Variable]:

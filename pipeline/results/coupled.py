@@ -78,9 +78,14 @@ VARIABLES: dict[str, Variable] = {
         "s",
         "exact filtering and smoothing on the joint chain by its structured operator, median",
         missing=NO_EXACT,
+        timed=True,
     ),
     "runtime_exact_viterbi": Variable(
-        CELL, "s", "exact joint Viterbi (the joint matrix in row blocks), median", missing=NO_EXACT
+        CELL,
+        "s",
+        "exact joint Viterbi (the joint matrix in row blocks), median",
+        missing=NO_EXACT,
+        timed=True,
     ),
     "runtime_exact_joint": Variable(
         CELL,
@@ -88,16 +93,24 @@ VARIABLES: dict[str, Variable] = {
         "exact filtering of the dense joint HMM by the compiled recursion (top-p's reference), "
         "median",
         missing=NO_EXACT,
+        timed=True,
     ),
     "runtime_mean_field": Variable(
-        CELL, "s", "structured mean field (smoothing, from the filter's marginals), median"
+        CELL,
+        "s",
+        "structured mean field (smoothing, from the filter's marginals), median",
+        timed=True,
     ),
     "runtime_mean_field_filter": Variable(
-        CELL, "s", "the online structured mean field (filtering), median"
+        CELL, "s", "the online structured mean field (filtering), median", timed=True
     ),
-    "runtime_viterbi": Variable(CELL, "s", "chain-wise Viterbi, median of repeats"),
+    "runtime_viterbi": Variable(CELL, "s", "chain-wise Viterbi, median of repeats", timed=True),
     "runtime_topp": Variable(
-        (*CELL, "p"), "s", "top-p filtering of the joint HMM, median of repeats", missing=NO_EXACT
+        (*CELL, "p"),
+        "s",
+        "top-p filtering of the joint HMM, median of repeats",
+        missing=NO_EXACT,
+        timed=True,
     ),
     "topp_density": Variable(
         (*CELL, "p"), "1", "fraction of the joint transitions top-p keeps", missing=NO_EXACT

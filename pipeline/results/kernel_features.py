@@ -34,7 +34,9 @@ VARIABLES: dict[str, Variable] = {
         CELL, "1", "fraction of the kernel rows' entries that are negative (0 for positive)"
     ),
     "rows": Variable(DIMS, "1", "rows sampled (all rows up to that many states)"),
-    "seconds": Variable(DIMS, "s", "wall-clock seconds of the cell (every feature count)"),
+    "seconds": Variable(
+        DIMS, "s", "wall-clock seconds of the cell (every feature count)", timed=True
+    ),
     **status_variables(DIMS),
 }
 

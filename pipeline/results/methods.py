@@ -77,6 +77,7 @@ def _runtimes() -> dict[str, Variable]:
                 if run == "exact"
                 else f"{NOT_RUN}; {WHOLE_RUN}; {UNTIMED}"
             ),
+            timed=True,
         )
         for run, what in (("exact", "exact"), ("approx", "approximate"))
         for suffix, statistic in (("", "median"), ("_min", "min"), ("_max", "max"))
@@ -183,6 +184,7 @@ VARIABLES: dict[str, Variable] = {
         "exact over approximate runtime of the whole horizon, median over rounds of the "
         "ratio of the round's two runs",
         missing=f"{NO_REFERENCE}; {NOT_RUN}; {UNTIMED}",
+        timed=True,
     ),
     "log_evidence": Variable(
         CELL,
@@ -212,9 +214,9 @@ VARIABLES: dict[str, Variable] = {
         "that emitted them (filter, smooth, decode)",
         missing="NaN in predict mode (nothing observed)",
     ),
-    "build_time_model": Variable(MODEL, "s", "time to build the exact model"),
-    "build_time_approx": Variable(APPROX, "s", "time to build the approximation"),
-    "gamma_time": Variable(MODEL, "s", "time to compute gamma (or its Doeblin bound)"),
+    "build_time_model": Variable(MODEL, "s", "time to build the exact model", timed=True),
+    "build_time_approx": Variable(APPROX, "s", "time to build the approximation", timed=True),
+    "gamma_time": Variable(MODEL, "s", "time to compute gamma (or its Doeblin bound)", timed=True),
     "memory_peak": Variable(
         CELL,
         "B",

@@ -42,6 +42,7 @@ VARIABLES: dict[str, Variable] = {
         "s",
         "wall-clock seconds of the epoch's gradient steps",
         missing=f"NaN at epoch 0 (the perplexity before training); {STOPPED}",
+        timed=True,
     ),
     "best_epoch": Variable(DIMS, "1", "the epoch of the lowest validation perplexity"),
     "test_perplexity": Variable(
@@ -62,7 +63,7 @@ VARIABLES: dict[str, Variable] = {
         "from a random start",
     ),
     "tokens_per_second": Variable(
-        DIMS, "1/s", "test tokens per second of the forward recursion (the evidence)"
+        DIMS, "1/s", "test tokens per second of the forward recursion (the evidence)", timed=True
     ),
     "n_features": Variable(DIMS, "1", "feature dimension F of the kernel (0: full softmax)"),
     "stored_parameters": Variable(DIMS, "1", "numbers the model's parameters hold"),

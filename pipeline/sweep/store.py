@@ -44,6 +44,7 @@ from pipeline.results.verify import finished, structure
 from pipeline.sweep import repair, replace
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.base import Grid
+from pipeline.sweep.timing import WARMUP
 
 _FILL = {"float64": np.nan, "bool": False, "str": ""}
 COMPRESSORS = (ZstdCodec(level=0, checksum=False), Crc32cCodec())
@@ -55,8 +56,8 @@ def empty_variables(
     variables: dict[str, Variable], coords: dict[str, np.ndarray]
 ) -> tuple[dict[str, xr.Variable], dict]:
     """Every variable filled with its missing value (NaN, False, ""), with ``units``,
-    ``long_name`` and ``missing`` attributes, and its zarr encoding: one chunk per pair of
-    the first two dims."""
+    ``long_name``, ``missing`` and (a timed one) ``warmup`` attributes, and its zarr
+    encoding: one chunk per pair of the first two dims."""
     data, encoding = {}, {}
     for name, variable in variables.items():
         shape = tuple(coords[d].size for d in variable.dims)
@@ -64,6 +65,8 @@ def empty_variables(
         attributes = {"units": variable.units, "long_name": variable.long_name}
         if variable.missing:
             attributes["missing"] = variable.missing
+        if variable.timed:
+            attributes["warmup"] = WARMUP
         data[name] = xr.Variable(
             variable.dims, np.full(shape, _FILL[variable.dtype], dtype), attributes
         )

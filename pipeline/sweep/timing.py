@@ -1,11 +1,31 @@
-"""How every sweep kind times its runs: one policy, runs interleaved in rounds.
+"""How every sweep kind times its runs: one policy, each run warmed up, then timed in rounds.
 
-``Timing.rounds`` takes the runs to compare (an exact reference and its approximations,
-say) and calls each once per round, in order on even rounds and reversed on odd ones, so
-the k-th runs of all of them are made moments apart and a ratio of two is like with like
-while the machine's load changes. Rounds go on until ``repeats`` of them and
-``min_seconds`` in all, at most ``max_repeats``, with BLAS and numba's parallel steps
-fixed to ``threads``.
+Warm-up: a run's first call in a worker process pays for what its later calls do not:
+numba compiling its kernels or loading them from its cache, caches filled (a model's
+layout, the CPU's) and pages touched for the first time. None of that is the method's
+cost. So every run is first called once untimed, in its worker process and with the
+threads of its timed calls, and then timed (``Timing.rounds``, ``once``).
+
+The rule for expensive calls: a warm-up call that took at least ``LONG_CALL`` seconds is not
+made again but kept as the run's first timed call. Its one-off costs are a small share of
+so long a call, while calling it again would double the task (the exact run of a 10^7-state
+model, ``experiment=scale_10m``); its cheaper approximations are still warmed. Discarding
+the first of several timed rounds instead would cost the same call, and leave a sweep of
+one round (``timing.repeats=1``) nothing. Work that cannot be called twice warms up on a
+stand-in of the same code: a training epoch changes the model, so
+``pipeline.hmmlm.train.train`` first computes the gradients of two batches and an Adam step
+on scratch arrays, its model untouched (two steps of an epoch's hundreds).
+
+A warm-up draws no random number its timed call would (every run here is seeded or
+deterministic), so it changes no computed value. The variables a kind's schema marks
+``timed`` say how they were warmed up in their ``warmup`` attribute (``WARMUP``).
+
+Rounds: ``Timing.rounds`` takes the runs to compare (an exact reference and its
+approximations, say) and calls each once per round, in order on even rounds and reversed
+on odd ones, so the k-th runs of all of them are made moments apart and a ratio of two is
+like with like while the machine's load changes. Rounds go on until ``repeats`` of them
+and ``min_seconds`` of timed calls in all, at most ``max_repeats``, with BLAS and numba's
+parallel steps fixed to ``threads``.
 """
 
 from __future__ import annotations
@@ -21,6 +41,17 @@ import numba
 from threadpoolctl import ThreadpoolController
 
 Result = TypeVar("Result")
+
+LONG_CALL = 10.0
+"""Seconds: a warm-up call at least this long is kept as its run's first timed call."""
+
+WARMUP = (
+    "each timed call made after one untimed call of the same run in its worker process "
+    "(compilation, caches and pages touched first are not timed), but a call of at least "
+    f"{LONG_CALL:g} s, which is its own warm-up; a training epoch after the untimed gradients "
+    "of two batches and an Adam step on scratch arrays (pipeline.sweep.timing)"
+)
+"""The ``warmup`` attribute of every variable a schema marks ``timed``."""
 
 
 @dataclass(frozen=True)
@@ -40,19 +71,22 @@ class Timing:
     """False: nothing is timed (``rounds`` returns no runs)."""
 
     def rounds(self, runs: Mapping[Hashable, Callable[[], Result]]) -> dict[Hashable, list]:
-        """Each of ``runs`` called once per round (in order on even rounds, reversed on odd
-        ones); what each returned, in round order. With timing off, no round."""
-        found: dict[Hashable, list] = {name: [] for name in runs}
+        """Each of ``runs`` called once untimed (``_warm_up``), then once per round (in
+        order on even rounds, reversed on odd ones); what each returned, in round order.
+        With timing off, no call."""
         if not self.enabled or not runs:
-            return found
+            return {name: [] for name in runs}
         order, done = list(runs), 0
-        start = time.perf_counter()
         with self.fixed_threads():
+            start = time.perf_counter()
+            found, untimed = _warm_up(runs)
+            start += untimed  # the warm-up calls kept are timed calls, the others are not
             while done < self.repeats or (
                 time.perf_counter() - start < self.min_seconds and done < self.max_repeats
             ):
                 for name in order if done % 2 == 0 else order[::-1]:
-                    found[name].append(runs[name]())
+                    if len(found[name]) == done:  # not a long warm-up kept as this round
+                        found[name].append(runs[name]())
                 done += 1
         return found
 
@@ -72,6 +106,25 @@ class Timing:
             numba.set_num_threads(before)
 
 
+def _warm_up(
+    runs: Mapping[Hashable, Callable[[], Result]],
+) -> tuple[dict[Hashable, list], float]:
+    """Each of ``runs`` called once, in order, untimed: name -> ``[]``, or the call's
+    result where it took at least ``LONG_CALL`` seconds (its first timed call); and the
+    seconds of the calls not kept. A result not kept is dropped before the next call, so
+    a warm-up holds no more memory than the timed calls do."""
+    found: dict[Hashable, list] = {}
+    untimed = 0.0
+    for name, run in runs.items():
+        start = time.perf_counter()
+        result = run()
+        seconds = time.perf_counter() - start
+        found[name] = [result] if seconds >= LONG_CALL else []
+        untimed += 0.0 if found[name] else seconds
+        del result
+    return found, untimed
+
+
 def clocked(run: Callable[[], Result]) -> Callable[[], tuple[Result, float]]:
     """``run`` returning its result and the seconds it took."""
 
@@ -81,6 +134,13 @@ def clocked(run: Callable[[], Result]) -> Callable[[], tuple[Result, float]]:
         return result, time.perf_counter() - start
 
     return call
+
+
+def once(run: Callable[[], Result]) -> tuple[Result, float]:
+    """One timed call of ``run`` after its warm-up (the module's rule): what it returned
+    and the seconds it took."""
+    ((result, seconds),) = Timing(repeats=1).rounds({"run": clocked(run)})["run"]
+    return result, seconds
 
 
 @functools.cache

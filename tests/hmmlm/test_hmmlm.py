@@ -8,10 +8,19 @@ import sys
 import numpy as np
 import pytest
 
+from pipeline.hmmlm import train as training
 from pipeline.hmmlm.clusters import blocks_of
 from pipeline.hmmlm.evidence import statistics
 from pipeline.hmmlm.parameters import gradient, initial, softmax_rows, transition_matrix
-from pipeline.hmmlm.train import Schedule, _clipped_scale, perplexity, train
+from pipeline.hmmlm.train import (
+    Schedule,
+    _clipped_scale,
+    _leaves,
+    _rebuild,
+    _warm_up,
+    perplexity,
+    train,
+)
 from pipeline.operators import LowRank, toarray
 
 from helpers import brute_force_log_evidence, finite_difference_errors
@@ -178,3 +187,32 @@ def test_a_time_budget_stops_before_an_epoch_that_would_pass_it():
     p = initial("softmax", 4, 6, seed=1)
     result = train(p, sequences[:40].reshape(4, -1), sequences[200:], Schedule(5, max_seconds=1e-9))
     assert result.stopped == "budget" and len(result.epoch_seconds) == 1  # one epoch always
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+def test_the_warm_up_before_the_timed_epochs_changes_nothing(blocked, monkeypatch):
+    """``train`` first runs two segments' gradients and an Adam step untimed: the model's
+    arrays keep every bit, and training ends as it does without the warm-up, bit for bit
+    (a blocked model's state dropout draws from a generator of its own)."""
+    tokens = np.random.default_rng(0).integers(0, 8, (16, 24))
+    blocks = blocks_of(np.arange(8) % 2, 8) if blocked else None
+    dtype = np.float32 if blocked else np.float64
+    start = initial("softmax", 16, 8, seed=0, emission_size=8 * 8 if blocked else None, dtype=dtype)
+    leaves = [x.copy() for x in _leaves(start)]
+    _warm_up(start, tokens[:8], blocks, 0.25 if blocked else 0.0, 12, 0.3)
+    assert all(np.array_equal(a, b) for a, b in zip(leaves, _leaves(start), strict=True))
+
+    def trained():
+        p = _rebuild(start, [x.copy() for x in leaves])
+        schedule = Schedule(2, length=12, learning_rate=0.3)
+        dropout = 0.25 if blocked else 0.0
+        return train(p, tokens[:8], tokens[8:], schedule, blocks=blocks, state_dropout=dropout)
+
+    warmed = trained()
+    monkeypatch.setattr(training, "_warm_up", lambda *arguments: None)
+    cold = trained()
+    assert np.array_equal(warmed.perplexity, cold.perplexity)
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(_leaves(warmed.parameters), _leaves(cold.parameters), strict=True)
+    )

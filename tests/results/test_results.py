@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+from pipeline.results.kinds import BUILTIN
+
 
 def test_reading_results_imports_neither_hydra_nor_the_sweep():
     code = (
@@ -13,3 +15,23 @@ def test_reading_results_imports_neither_hydra_nor_the_sweep():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_every_kinds_clock_readings_are_marked_timed():
+    """A variable in seconds or per second is a clock reading of the sweep's timing policy:
+    its kind's schema marks it ``timed``, so its store says how it was warmed up; so is the
+    methods kind's speedup, a ratio of two."""
+    timed = {
+        (kind, name)
+        for kind, entry in BUILTIN.items()
+        for name, variable in entry.schema.variables.items()
+        if variable.timed
+    }
+    clocks = {
+        (kind, name)
+        for kind, entry in BUILTIN.items()
+        for name, variable in entry.schema.variables.items()
+        if variable.units in ("s", "1/s")
+    }
+    assert timed == clocks | {("methods", "speedup")}
+    assert {kind for kind, _ in timed} == {"methods", "coupled", "training", "kernel_features"}

@@ -13,7 +13,6 @@ map of the largest count; ``pipeline.hmmlm.feature_maps``). The store keeps what
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -27,6 +26,7 @@ from pipeline.results import kernel_features as results
 from pipeline.sweep.config import ConfigError, check_list
 from pipeline.sweep.config.schema import KernelFeaturesConfig
 from pipeline.sweep.kinds.base import Grid, submit_each
+from pipeline.sweep.timing import once
 
 SCHEMA = results.SCHEMA
 SECTION = "kernel_features"
@@ -124,22 +124,27 @@ def _rng(settings: Settings, cell: FeaturesCell, stream: int) -> np.random.Gener
 def features_cell(
     cell: FeaturesCell, n_features: tuple[int, ...], settings: Settings
 ) -> dict[str, object]:
-    """Measure one cell: the rows' TV for every feature count."""
-    start = time.perf_counter()
-    e = feature_maps.embeddings(
-        cell.n_states, settings.dim, cell.temperature, settings.rows,
-        _rng(settings, cell, 0), dtype=np.float32,
-    )  # fmt: skip
-    exact = feature_maps.softmax_rows(e)
-    stream = 1 + feature_maps.FEATURE_MAPS.index(cell.feature_map)
-    kernel = feature_maps.kernel_rows(e, cell.feature_map, n_features, _rng(settings, cell, stream))
-    errors = feature_maps.row_errors(exact, kernel)
+    """Measure one cell: the rows' TV for every feature count, and the seconds of the
+    whole cell after its warm-up (``pipeline.sweep.timing.once``)."""
+
+    def measure() -> tuple[feature_maps.RowErrors, int]:
+        e = feature_maps.embeddings(
+            cell.n_states, settings.dim, cell.temperature, settings.rows,
+            _rng(settings, cell, 0), dtype=np.float32,
+        )  # fmt: skip
+        exact = feature_maps.softmax_rows(e)
+        stream = 1 + feature_maps.FEATURE_MAPS.index(cell.feature_map)
+        rng = _rng(settings, cell, stream)
+        kernel = feature_maps.kernel_rows(e, cell.feature_map, n_features, rng)
+        return feature_maps.row_errors(exact, kernel), len(e.U)
+
+    (errors, rows), seconds = once(measure)
     return {
         "row_tv": errors.median,
         "row_tv_p90": errors.p90,
         "negative_entries": errors.negative,
-        "rows": len(e.U),
-        "seconds": time.perf_counter() - start,
+        "rows": rows,
+        "seconds": seconds,
     }
 
 

@@ -13,6 +13,7 @@ from pipeline.sweep.kinds import coupled, validate
 from pipeline.sweep.kinds.coupled import CoupledCell
 from pipeline.sweep.kinds.coupled.tasks import coupled_cell
 
+from helpers import assert_warmup_attributes
 from sweeping import composed, sweep
 
 SMOKE = ["experiment=coupled_smoke", "cluster.dashboard_address=:0", "cluster.n_workers=2"]
@@ -198,6 +199,7 @@ def test_coupled_smoke_runs_resumes_and_reports(tmp_path):
         "runtime_viterbi",
     ):
         assert ds[name].attrs["units"] and ds[name].attrs["long_name"]
+    assert_warmup_attributes(ds, coupled.SCHEMA)
     independent = ds.sel(eps=0.0, observe="chain")
     assert float(independent["tv_mean_field"].max()) < 1e-9
     assert float(independent["viterbi_hamming"].max()) == 0

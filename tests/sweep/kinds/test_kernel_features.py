@@ -11,6 +11,7 @@ from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds import kernel_features, validate
 from pipeline.sweep.kinds.kernel_features import FeaturesCell, features_cell
 
+from helpers import assert_warmup_attributes
 from sweeping import composed, sweep
 
 TINY = [
@@ -66,6 +67,7 @@ def test_the_sweep_runs_and_reports(tmp_path):
     assert ds.attrs["kind"] == "kernel_features" and ds["done"].all()
     assert dict(ds.sizes) == {"n_states": 2, "temperature": 2, "feature_map": 2, "n_features": 4}
     assert ds["row_tv"].attrs["units"] == "1" and "median" in ds["row_tv"].attrs["long_name"]
+    assert_warmup_attributes(ds, kernel_features.SCHEMA)
     np.testing.assert_array_equal(ds["rows"].sel(n_states=16), 16)  # rows reveal n_states
     np.testing.assert_array_equal(ds["rows"].sel(n_states=64), 32)
     assert (ds["negative_entries"].sel(feature_map="positive") == 0).all()

@@ -16,7 +16,7 @@ from pipeline.sweep.kinds import training, validate
 from pipeline.sweep.kinds.training.grid import TrainingCell
 from pipeline.sweep.kinds.training.tasks import model_file, train_cell
 
-from helpers import corpus_folder
+from helpers import assert_warmup_attributes, corpus_folder
 from sweeping import composed, sweep
 
 SMOKE = [
@@ -187,6 +187,7 @@ def test_lm_smoke_runs_resumes_and_reports(tmp_path):
     assert ds["test_perplexity"].attrs["units"] == "1"
     assert ds["perplexity"].attrs["long_name"].startswith("validation perplexity")
     assert ds["epoch_seconds"].attrs["units"] == "s"
+    assert_warmup_attributes(ds, training.SCHEMA)
     again = sweep(*SMOKE, cwd=tmp_path)
     assert again.returncode == 0 and "0 cells to compute, 5 already done" in again.stderr
     models = sorted(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
@@ -38,7 +37,7 @@ from pipeline.operators import entries_at, step_work, stored_entries
 from pipeline.sampling import sample
 from pipeline.sweep.failures import TRANSIENT
 from pipeline.sweep.kinds.methods import resident, sequence, spilled
-from pipeline.sweep.timing import Timing
+from pipeline.sweep.timing import Timing, once
 
 if TYPE_CHECKING:  # the timing task's module imports this one
     from pipeline.sweep.kinds.methods.timed import Timed
@@ -116,10 +115,10 @@ class Unbuilt(NamedTuple):
 
 
 def build(spec: ModelSpec) -> Model:
-    """The exact model of a grid point, timed."""
-    start = time.perf_counter()
-    hmm = build_model(spec.family, spec.n_states, seed=spec.seed, **spec.params)
-    return Model(hmm, time.perf_counter() - start)
+    """The exact model of a grid point, timed after its warm-up (``timing.once``)."""
+    return Model(
+        *once(lambda: build_model(spec.family, spec.n_states, seed=spec.seed, **spec.params))
+    )
 
 
 def observations(hmm: HMM, *, mode: str, horizon: int, observe_every: int, seed: int):
@@ -173,42 +172,43 @@ def reference(
 
 
 def mixing_part(model: Model, *, part: int, parts: int) -> tuple[float, float]:
-    """One of ``parts`` shares of gamma's pair search, and the seconds it took."""
-    start = time.perf_counter()
-    least = mixing_rate_part(model.hmm.transition, part, parts)
-    return least, time.perf_counter() - start
+    """One of ``parts`` shares of gamma's pair search, and the seconds it took (after its
+    warm-up, ``timing.once``)."""
+    return once(lambda: mixing_rate_part(model.hmm.transition, part, parts))
 
 
 def mixing(model: Model, *parts: tuple[float, float], exact: bool) -> Mixing:
     """gamma from the ``parts`` of its pair search (``mixing_part``), or on one thread here.
 
     Without ``exact``, gamma is the Doeblin lower bound, O(nnz + n) where the
-    pair search costs O(n^2) pairs; the bounds built on it stay valid, only looser.
+    pair search costs O(n^2) pairs; the bounds built on it stay valid, only looser. Its
+    seconds are those of the parts and of what is done here, each timed after its warm-up
+    (``timing.once``).
     """
-    start = time.perf_counter()
     T = model.hmm.transition
-    doeblin = doeblin_lower_bound(T)
-    if not exact:
-        gamma = doeblin
-    elif parts:
-        gamma = min(1.0, min(least for least, _ in parts))
-    else:
-        gamma = minimal_mixing_rate(T, threads=1)
-    seconds = time.perf_counter() - start + sum(seconds for _, seconds in parts)
-    return Mixing(gamma, doeblin, exact, seconds)
+
+    def compute() -> tuple[float, float]:
+        doeblin = doeblin_lower_bound(T)
+        if not exact:
+            return doeblin, doeblin
+        if parts:
+            return min(1.0, min(least for least, _ in parts)), doeblin
+        return minimal_mixing_rate(T, threads=1), doeblin
+
+    (gamma, doeblin), seconds = once(compute)
+    return Mixing(gamma, doeblin, exact, seconds + sum(part for _, part in parts))
 
 
 def build_approximation(model: Model, *, method: str, setting: float) -> Built | Unbuilt:
-    """The approximation of the model by ``method`` at ``setting``, timed; the method's
-    own error kept (``TRANSIENT`` ones raised, to be tried again)."""
-    start = time.perf_counter()
+    """The approximation of the model by ``method`` at ``setting``, timed after its
+    warm-up (``timing.once``); the method's own error kept (``TRANSIENT`` ones raised, to
+    be tried again)."""
     try:
-        approximation = approximate(model.hmm, method, setting)
+        approximation, seconds = once(lambda: approximate(model.hmm, method, setting))
     except TRANSIENT:
         raise
     except Exception as error:  # the method's own, whatever it is: its cells raise it
         return Unbuilt(error)
-    seconds = time.perf_counter() - start
     T = approximation.hmm.transition
     return Built(approximation, seconds, sparsity(T), stored_entries(T))
 

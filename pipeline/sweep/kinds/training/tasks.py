@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from pathlib import Path
 
 import numba
@@ -19,6 +18,7 @@ from pipeline.hmmlm.train import Schedule, perplexity, train
 from pipeline.operators import toarray
 from pipeline.results import training as results
 from pipeline.sweep.kinds.training.grid import Settings, TrainingCell
+from pipeline.sweep.timing import once
 
 SPLIT_NOISE = 0.01
 """The noise on a grown model's copied states (``pipeline.hmmlm.split``): small against
@@ -198,9 +198,7 @@ def _train_cell(
     if models is not None:
         models.mkdir(parents=True, exist_ok=True)
         saved.save(model_file(models, cell), p, common.corpus.words, blocks)
-    begin = time.perf_counter()
-    test_perplexity = perplexity(p, common.test, blocks)
-    seconds = time.perf_counter() - begin
+    test_perplexity, seconds = once(lambda: perplexity(p, common.test, blocks))
     length = settings.max_epochs + 1
     leaves = [p.prior, p.emission, *p.transition]
     features = p.transition.W.shape[0] if hasattr(p.transition, "W") else 0
