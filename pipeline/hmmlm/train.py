@@ -26,6 +26,7 @@ least one) and trains that sub-model; validation and test use the whole model.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numba
@@ -205,12 +206,14 @@ def train(
     blocks: Blocks | None = None,
     state_dropout: float = 0.0,
     seed: int = 0,
+    on_epoch: Callable[[int, float], None] | None = None,
 ) -> Trained:
     """Adam over the segments of ``train_streams`` (B, L), each stream's state carried
     from segment to segment, epoch after epoch until ``schedule`` stops; the validation
     perplexity of ``validation`` (S, L') after each. ``p``'s arrays are updated in place
     (the best epoch's are copied out). Epochs are timed after an untimed warm-up step
-    (``_warm_up``), outside ``max_seconds``."""
+    (``_warm_up``), outside ``max_seconds``. ``on_epoch(epoch, perplexity)`` is called after
+    each epoch (1, 2, ...) with its validation perplexity, outside the epoch's time."""
     _warm_up(p, train_streams, blocks, state_dropout, schedule.length, schedule.learning_rate)
     rng = np.random.default_rng(seed)
     leaves = _leaves(p)
@@ -242,6 +245,8 @@ def train(
         seconds.append(time.perf_counter() - start)
         curve.append(perplexity(p, validation, blocks))
         wall = time.perf_counter() - start  # the epoch's updates and its validation
+        if on_epoch is not None:
+            on_epoch(len(seconds), float(curve[-1]))
         if curve[-1] < min(curve[:-1]):
             best, best_epoch, stale = [x.copy() for x in leaves], len(seconds), 0
             continue

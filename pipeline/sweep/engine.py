@@ -33,7 +33,7 @@ from pipeline.sweep.failures import CellError, Failure, Failures, describe, tran
 from pipeline.sweep.kinds.base import Grid, SweepKind
 from pipeline.sweep.lock import StoreLock, check_unlocked
 from pipeline.sweep.logs import CELLS, to_the_log_file
-from pipeline.sweep.progress import Progress, Stages
+from pipeline.sweep.progress import Progress, Stages, follow
 from pipeline.sweep.provenance import now, provenance, public_config
 from pipeline.sweep.replace import recover
 from pipeline.sweep.store import ResultStore
@@ -81,8 +81,9 @@ def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Fai
         progress = Progress(
             grid.n_cells(), store.n_done, interval=cfg.progress_seconds, tasks=tasks
         )
-        futures = kind.submit(client, grid, cells, store=store.path)
-        _gather(client, futures, store, progress, failed, cfg)
+        with follow(client, progress):
+            futures = kind.submit(client, grid, cells, store=store.path)
+            _gather(client, futures, store, progress, failed, cfg)
     return failed
 
 

@@ -1,22 +1,64 @@
 """Progress of a sweep: what it is preparing, then a bar on a terminal or in a notebook (plain
-periodic lines otherwise) of its cells and tasks."""
+periodic lines otherwise) of its cells and tasks, and what a long cell says of itself.
+
+A cell that runs for minutes (an HMM LM's training epochs) tells how far it is with
+``cell_says`` from inside its task; the sweep follows those words (``follow``: Dask's
+worker events, topic ``TOPIC``) and shows the latest at the end of its line and in its log.
+"""
 
 from __future__ import annotations
 
 import collections
 import contextlib
 import datetime
+import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TextIO
+
+log = logging.getLogger("pipeline.sweep")
+
+TOPIC = "pipeline-cell-progress"
+"""The topic of the Dask worker events a cell's words travel on (``cell_says``, ``follow``)."""
+
+
+def cell_says(cell: str, text: str) -> None:
+    """Tell the sweep how far ``cell`` (its name, e.g. ``kernel_4 n=64 seed 0``) is: ``text``
+    (``epoch 3, validation perplexity 812.4``). From a task on a Dask worker, a worker event
+    the sweep's ``Progress`` shows; anywhere else (a cell run in the caller's process),
+    nothing."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not inside a task on a Dask worker
+        return
+    worker.log_event(TOPIC, {"cell": cell, "text": text})
 
 
 def _notebook(stream: TextIO) -> bool:
     """Whether ``stream`` is a Jupyter kernel's output, which redraws a line on ``\\r``
     (but shows terminal escape codes as they are)."""
     return type(stream).__module__.startswith("ipykernel")
+
+
+@contextlib.contextmanager
+def follow(client, progress: Progress) -> Iterator[None]:
+    """While in the block, what cells say of themselves on ``client``'s workers
+    (``cell_says``) reaches ``progress.hear``."""
+
+    def heard(event) -> None:
+        _, said = event
+        progress.hear(str(said["cell"]), str(said["text"]))
+
+    client.subscribe_topic(TOPIC, heard)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, TimeoutError, RuntimeError):  # a scheduler gone
+            client.unsubscribe_topic(TOPIC)
 
 
 class Progress:
@@ -53,6 +95,14 @@ class Progress:
         self.start = self.last = time.monotonic()
         self.samples: collections.deque[tuple[float, int]] = collections.deque()
         """(when, work done) at each line since work first finished: the rate's window."""
+        self.said: list[tuple[str, str]] = []
+        """What running cells said of themselves (``cell_says``), in order: (cell, text)."""
+
+    def hear(self, cell: str, text: str) -> None:
+        """Record what ``cell`` says of itself; the next line ends with the latest words.
+        Called from Dask's event thread: only appends, the line is drawn by ``tick``."""
+        self.said.append((cell, text))
+        log.info("%s: %s", cell, text)
 
     def advance(self, finished: int = 0, failed: int = 0) -> None:
         """Count cells that finished or failed; show a line when it is time."""
@@ -95,18 +145,19 @@ class Progress:
             )
         rate = self.rate()
         unit = "tasks" if self.tasks is not None else "cells"
+        words = "; {}: {}".format(*self.said[-1]) if self.said else ""
         if rate is None or rate <= 0:
-            return f"{done}/{self.total} cells{failed}{counted}, ETA after the first {unit}"
+            return f"{done}/{self.total} cells{failed}{counted}, ETA after the first {unit}{words}"
         left = (
             self.work[1] - self.work[0]
             if self.tasks is not None
             else self.total - done - self.failed
         )
         eta = datetime.timedelta(seconds=round(left / rate))
-        return f"{done}/{self.total} cells{failed}{counted}, {rate:.2f} {unit}/s, ETA {eta}"
+        return f"{done}/{self.total} cells{failed}{counted}, {rate:.2f} {unit}/s, ETA {eta}{words}"
 
     def _show(self) -> None:
-        self.shown = (self.finished, self.failed, self.work)
+        self.shown = (self.finished, self.failed, self.work, len(self.said))
         if self.bar:
             width = 30
             filled = int(width * (self.already + self.finished) / max(self.total, 1))
@@ -120,7 +171,7 @@ class Progress:
 
     def close(self) -> None:
         self._count(time.monotonic())
-        if self.shown != (self.finished, self.failed, self.work):
+        if self.shown != (self.finished, self.failed, self.work, len(self.said)):
             self._show()
         if self.bar:
             self.stream.write("\n")

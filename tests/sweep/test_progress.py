@@ -4,7 +4,15 @@ import io
 import re
 import time
 
-from pipeline.sweep.progress import Progress
+import numpy as np
+
+from pipeline.sweep.kinds import training, validate
+from pipeline.sweep.kinds.training.grid import TrainingCell
+from pipeline.sweep.kinds.training.tasks import train_cell
+from pipeline.sweep.progress import Progress, follow
+
+from helpers import corpus_folder
+from sweeping import composed
 
 
 def test_the_eta_waits_for_finished_cells_and_counts_from_them():
@@ -46,3 +54,41 @@ def test_tasks_advance_the_line_and_the_eta_follows_the_last_minutes():
     line = stream.getvalue().splitlines()[-1]
     rate = float(re.fullmatch(r"0/10 cells, tasks 70/100, ([\d.]+) tasks/s, ETA 0:00:0\d", line)[1])
     assert 10 < rate <= 20
+
+
+def test_a_cell_says_how_far_it_is_and_the_line_ends_with_its_latest_words():
+    stream = io.StringIO()
+    progress = Progress(4, interval=0, stream=stream)
+    progress.hear("kernel_4 n=16 seed 0", "epoch 1/3, validation perplexity 812.4")
+    progress.tick()
+    assert stream.getvalue().splitlines()[-1] == (
+        "0/4 cells, ETA after the first cells; kernel_4 n=16 seed 0: epoch 1/3, "
+        "validation perplexity 812.4"
+    )
+    progress.advance(finished=4)  # every cell done: the line says so, without old words
+    progress.close()
+    assert re.fullmatch(r"4/4 cells, \d+ s", stream.getvalue().splitlines()[-1])
+
+
+def test_a_training_cell_on_a_worker_reports_each_epochs_validation_perplexity(client, tmp_path):
+    """An HMM LM cell trained in a task on a real worker tells the sweep's progress each epoch
+    and its validation perplexity as it goes, the same numbers its result stores."""
+    corpus = corpus_folder(tmp_path / "texts", " ".join(["the cat sat on the mat and the dog"] * 8))
+    cfg = composed("experiment=lm_smoke", f"training.corpus={corpus}", "training.n_tokens=8")
+    validate(cfg)
+    settings = training.grid(cfg).settings
+    progress = Progress(1, interval=3600, stream=io.StringIO())
+    with follow(client, progress):
+        values = client.submit(train_cell, TrainingCell(8, "kernel_2", 0), settings).result()
+        deadline = time.monotonic() + 30  # events travel worker -> scheduler -> client
+        while len(progress.said) < values["epochs"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+    cells = {cell for cell, _ in progress.said}
+    assert cells == {"kernel_2 n=8 seed 0"}
+    said = [
+        re.fullmatch(r"epoch (\d)/3, validation perplexity ([\d.]+)", t) for _, t in progress.said
+    ]
+    assert [int(m[1]) for m in said] == list(range(1, values["epochs"] + 1))
+    np.testing.assert_allclose(
+        [float(m[2]) for m in said], values["perplexity"][1 : values["epochs"] + 1], rtol=1e-4
+    )

@@ -18,6 +18,7 @@ from pipeline.hmmlm.train import Schedule, perplexity, train
 from pipeline.operators import toarray
 from pipeline.results import training as results
 from pipeline.sweep.kinds.training.grid import Settings, TrainingCell
+from pipeline.sweep.progress import cell_says
 from pipeline.sweep.timing import once
 
 SPLIT_NOISE = 0.01
@@ -193,6 +194,10 @@ def _train_cell(
         blocks=blocks,
         state_dropout=settings.state_dropout,
         seed=cell.seed,
+        on_epoch=lambda epoch, ppl: cell_says(
+            f"{cell.parameterisation} n={cell.n_states} seed {cell.seed}",
+            f"epoch {epoch}/{settings.max_epochs}, validation perplexity {ppl:.5g}",
+        ),
     )
     p = result.parameters
     if models is not None:
