@@ -1,9 +1,10 @@
 """Sphinx configuration: the user guide (MyST Markdown), the configuration and results
 references generated from the code (``_generated/``, written when the build starts), and the
 API reference generated from the docstrings (autosummary, numpy-style sections by napoleon).
+The library guide and the tutorial are notebooks (MyST-NB), executed by every build: a cell
+that raises fails it.
 
-Build: ``pip install -e ".[docs]"`` then ``sphinx-build -W -b html docs docs/_build/html``;
-``-b doctest`` runs every example.
+Build: ``pip install -e ".[docs]"`` then ``sphinx-build -W -b html docs docs/_build/html``.
 """
 
 from __future__ import annotations
@@ -24,14 +25,15 @@ release = version = pipeline.__version__
 copyright = "2026, the pipeline developers"
 
 extensions = [
-    "myst_parser",
+    "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
-    "sphinx.ext.doctest",
     "sphinx.ext.viewcode",
 ]
-source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
+"""``.rst`` first: autosummary writes its pages (reStructuredText) with the first suffix whose
+parser reads reStructuredText."""
 exclude_patterns = ["_build", "README.md"]
 myst_enable_extensions = ["colon_fence", "dollarmath"]
 myst_heading_anchors = 3
@@ -56,10 +58,14 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"pipeline {version}"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
 
-doctest_global_setup = "import numpy as np"
-doctest_test_doctest_blocks = ""
-"""The doctest builder runs the pages' ``doctest`` blocks; the docstrings' examples run in
-the test suite (``tests/test_docstrings.py``)."""
+nb_execution_mode = "force"
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_timeout = 300
+nb_execution_in_temp = True
+"""Every build runs every notebook page (``library``, ``tutorial``) from the start, in a
+temporary folder (the tutorial's store goes there); a cell that raises fails the build with
+its traceback. The docstrings' examples run in the test suite (``tests/test_docstrings.py``)."""
 
 
 def setup(app) -> None:

@@ -1,9 +1,12 @@
 """Hypothesis profiles ('ci', the default, is derandomized so CI runs are repeatable), the
 session's smoke sweep and its real cluster for sweeps run in this process, and the markers:
-``cluster`` (the test kit's Slurm or sshd, ``tests/clusters``) and ``slow`` (a test that
+``cluster`` (the test kit's Slurm or sshd, ``tests/clusters``), ``slow`` (a test that
 starts a process: a sweep from the command line, the smoke sweep, a build), so ``pytest -m
-"not slow and not cluster"`` runs the library and the sweeps in this process."""
+"not slow and not cluster"`` runs the library and the sweeps in this process, and
+``dynamax`` (a comparison with dynamax, which needs JAX: the bench extra), deselected where
+dynamax is not installed, so the test extra's suite skips nothing it could run."""
 
+import importlib.util
 import inspect
 import os
 import re
@@ -52,7 +55,21 @@ STARTS_A_PROCESS = re.compile(r"\b(start_sweep|sweep|subprocess\.\w+)\(")
 """What a test that starts a process calls (``sweeping.sweep``, ``subprocess.run``...)."""
 
 
-def pytest_collection_modifyitems(items) -> None:
+DYNAMAX = importlib.util.find_spec("dynamax") is not None
+"""Whether dynamax is installed (``pip install -e ".[test,bench]"``), without importing JAX."""
+
+
+def pytest_report_header() -> str | None:
+    if not DYNAMAX:
+        return 'dynamax: not installed, its comparisons deselected (pip install -e ".[bench]")'
+    return None
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    if not DYNAMAX:
+        deselected = [item for item in items if item.get_closest_marker("dynamax")]
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not item.get_closest_marker("dynamax")]
     for item in items:
         if "clusters" in item.path.parts:
             item.add_marker(pytest.mark.cluster)

@@ -52,7 +52,8 @@ def test_the_worked_example_runs_as_written(smoke, tmp_path):
 
 def test_the_documentation_builds_as_the_readme_says_with_warnings_as_errors(tmp_path):
     """The README's build command, in a copy of what it reads (the docs, the committed
-    reports they show, the changelog): a warning fails it (``-W``)."""
+    reports they show, the changelog): a warning fails it (``-W``), and so does a cell of the
+    library guide or the tutorial that raises, both run by the build."""
     for name in ("docs", "reports"):
         shutil.copytree(
             REPOSITORY / name,
@@ -63,4 +64,10 @@ def test_the_documentation_builds_as_the_readme_says_with_warnings_as_errors(tmp
     (command,) = [c for c in readme_commands() if "sphinx" in c]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (tmp_path / "docs" / "_build" / "html" / "reference" / "config.html").is_file()
+    html = tmp_path / "docs" / "_build" / "html"
+    assert (html / "reference" / "config.html").is_file()
+    library = (html / "library.html").read_text()
+    assert "transition row 0 sums to 0.9" in library  # a cell's output: the guide ran
+    tutorial = (html / "tutorial.html").read_text()
+    figures = [image.name for image in (html / "_images").iterdir() if image.name in tutorial]
+    assert figures, "the tutorial's figure was drawn by the build"

@@ -151,11 +151,14 @@ def test_gaussian_log_likelihoods_against_brute_force(seed):
     assert filtered.log_evidence == pytest.approx(log_evidence, rel=1e-10)
 
 
+@pytest.mark.dynamax
 @pytest.mark.parametrize("seed", range(3))
 def test_gaussian_log_likelihoods_against_dynamax(seed):
-    jnp = pytest.importorskip("jax.numpy")
-    inference = pytest.importorskip("dynamax.hidden_markov_model.inference")
-    pytest.importorskip("jax").config.update("jax_enable_x64", True)
+    import jax
+    import jax.numpy as jnp
+    from dynamax.hidden_markov_model import inference
+
+    jax.config.update("jax_enable_x64", True)
     hmm, logs = gaussian_model(seed, 8, 200)
     arrays = jnp.asarray(hmm.prior), jnp.asarray(hmm.transition), jnp.asarray(logs)
     expected = inference.hmm_smoother(*arrays)
