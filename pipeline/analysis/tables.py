@@ -207,14 +207,18 @@ def filtering_table(ds: xr.Dataset) -> str:
     return markdown_table(header, rows)
 
 
+WORST = {"smooth": " (worst step)"}
+"""What a column of ``emissions_table`` reads other than the last step: smoothing's worst."""
+
 TRANSITIONS_ONLY = "_transitions"
 """The suffix of the built-in methods that truncate the transitions alone (``topp`` and
 ``topp_transitions``): a store with both of a pair compares them (``emissions_table``)."""
 
 
 def emissions_table(ds: xr.Dataset) -> str:
-    """Filtering and smoothing TV at the last step (medians over seeds) of each method that
-    truncates prior, transitions and emissions beside its variant that truncates the
+    """Filtering TV at the last step and smoothing TV at its worst step (``tv_max``; at the
+    last step a smoothed posterior is the filtered one), medians over seeds, of each method
+    that truncates prior, transitions and emissions beside its variant that truncates the
     transitions alone, model by model and setting by setting: the difference is the error
     the truncated emissions add. Empty when the store has no such pair or neither mode."""
     modes = [m for m in ("filter", "smooth") if m in {str(v) for v in ds["mode"].values}]
@@ -227,7 +231,7 @@ def emissions_table(ds: xr.Dataset) -> str:
         return ""
     header = ["model", "method"]
     for mode in modes:
-        header += [f"TV {MODE_TITLES[mode]}", "transitions alone"]
+        header += [f"TV {MODE_TITLES[mode]}" + WORST.get(mode, ""), "transitions alone"]
     header.append("impossible obs.")
     rows = []
     last = ds.isel(t=-1)
@@ -242,8 +246,13 @@ def emissions_table(ds: xr.Dataset) -> str:
             row = [f"{family}, n={n}", label(method, setting)]
             for mode in modes:
                 for where in both:
-                    cell = last.sel(where).sel(mode=mode)
-                    row.append(_number(finite_median(cell["tv"].where(cell["done"]))))
+                    if mode == "smooth":
+                        cell = ds.sel(where).sel(mode=mode)
+                        tv = cell["tv_max"].where(cell["done"])
+                    else:
+                        cell = last.sel(where).sel(mode=mode)
+                        tv = cell["tv"].where(cell["done"])
+                    row.append(_number(finite_median(tv)))
             cell = last.sel(both[0]).sel(mode=modes[0])
             share = finite_median(cell["impossible_observations"].where(cell["done"]))
             row.append("-" if not np.isfinite(share) else f"{share:.0%}")

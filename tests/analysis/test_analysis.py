@@ -472,12 +472,17 @@ def test_the_emissions_section_sets_each_method_beside_its_transitions_alone(tmp
     ds, _ = template(SCHEMA, grid, {})
     ds["done"] = ds["done"] | ds["in_grid"]
     full, alone = {"method": "topp", "setting": 0.5}, {"method": "topp_transitions", "setting": 0.5}
-    for mode, (tv_full, tv_alone) in {"filter": (0.6, 0.1), "smooth": (0.9, 0.2)}.items():
-        ds["tv"].loc[{**full, "mode": mode}] = tv_full
-        ds["tv"].loc[{**alone, "mode": mode}] = tv_alone
+    ds["tv"].loc[{**full, "mode": "filter"}] = 0.6
+    ds["tv"].loc[{**alone, "mode": "filter"}] = 0.1
+    ds["tv"].loc[{**full, "mode": "smooth"}] = 0.5  # the last step: smoothing reads its worst
+    ds["tv_max"].loc[{**full, "mode": "smooth"}] = 0.9
+    ds["tv_max"].loc[{**alone, "mode": "smooth"}] = 0.2
     ds["impossible_observations"].loc[{**full, "mode": "filter"}] = 0.15
     table = emissions_table(ds)
-    assert table.splitlines()[0].startswith("| model | method | TV filtering | transitions alone")
+    assert table.splitlines()[0] == (
+        "| model | method | TV filtering | transitions alone | TV smoothing (worst step) "
+        "| transitions alone | impossible obs. |"
+    )
     rows = [line for line in table.splitlines() if line.startswith("| bell")]
     assert rows == ["| bell, n=20 | top-p 0.5 | 0.6 | 0.1 | 0.9 | 0.2 | 15% |"]  # no pair: no row
     text = analyze(ds, tmp_path / "out").report.read_text()
