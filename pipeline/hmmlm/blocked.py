@@ -43,13 +43,16 @@ the parameterisation to contract by cluster (``pipeline.hmmlm.blocks``).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numba
 import numpy as np
 
-JIT = {"cache": True, "nogil": True, "fastmath": True}
-PARALLEL = {**JIT, "parallel": True}
+if TYPE_CHECKING:
+    from pipeline.kernels import JitOptions
+
+JIT: JitOptions = {"cache": True, "nogil": True, "fastmath": True}
+PARALLEL: JitOptions = {**JIT, "parallel": True}
 
 
 class Coded(NamedTuple):
@@ -313,12 +316,9 @@ def _sums(emission, starts, k, cluster, position, posterior, carried, counts, vi
                     first[c * k + i] += p
 
 
-def _arguments(prior, emission, blocks, T) -> tuple:
-    head = (prior, emission, blocks.starts, blocks.states)
-    return (*head, *T)
-
-
-def _run(prior, emission, blocks, T, coded: Coded, carry, backward: bool):
+def _run(
+    prior, emission, blocks, T: DenseBlocks | LowRankBlocks, coded: Coded, carry, backward: bool
+):
     """The compiled recursion; the arrays it fills."""
     B, steps = coded.cluster.shape
     k, dtype = blocks.states, emission.dtype
@@ -327,15 +327,16 @@ def _run(prior, emission, blocks, T, coded: Coded, carry, backward: bool):
     shape = (B, steps - 1, k) if backward else (0, 0, 0)
     after, posterior = np.empty(shape, dtype), np.empty((B, steps, k) if backward else shape, dtype)
     log_scale = np.empty(B)
-    arguments = (*_arguments(prior, emission, blocks, T), *coded, carried, alpha, after, posterior)
+    head = (prior, emission, blocks.starts, blocks.states)
+    filled = (*coded, carried, alpha, after, posterior)
     if isinstance(T, DenseBlocks):
-        _dense(*arguments, log_scale, backward)
+        _dense(*head, *T, *filled, log_scale, backward)
         y = q = np.empty((B, max(steps - 1, 0), 0), dtype)
     else:
         F = T.L.shape[1]
         y = np.empty((B, steps - 1, F) if backward else (0, 0, 0), dtype)
         q = np.empty_like(y)
-        _lowrank(*arguments, y, q, log_scale, backward)
+        _lowrank(*head, *T, *filled, y, q, log_scale, backward)
     return alpha, after, posterior, y, q, float(log_scale.sum())
 
 

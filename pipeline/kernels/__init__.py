@@ -16,3 +16,15 @@
 Callers (``pipeline.operators``, ``pipeline.methods``, ``pipeline.inference``)
 check their inputs and pick the kernel; kernels trust what they are given.
 """
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from numba.core.decorators import _JITOptions
+
+    class JitOptions(_JITOptions, total=False):
+        """The options the kernels compile with, given to ``numba.njit`` and as
+        ``jit_options`` to ``numba.extending.overload``, which takes ``cache`` as well
+        (numba's own type of those options leaves it out)."""
+
+        cache: bool

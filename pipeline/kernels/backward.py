@@ -23,6 +23,8 @@ source file of a cached function, as ``pipeline.kernels.forward`` explains.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numba
 import numpy as np
 from numba import types
@@ -30,12 +32,17 @@ from numba.extending import overload
 
 from pipeline.kernels.forward import CsrEntries, CsrPanel, CsrRows, Dense, LowRank, Structured
 
-JIT = {"cache": True, "nogil": True}
+if TYPE_CHECKING:
+    from pipeline.kernels import JitOptions
+
+JIT: JitOptions = {"cache": True, "nogil": True}
 
 
 def _is(layout, cls) -> bool:
     """Whether the numba type ``layout`` is the named tuple class ``cls``."""
-    return isinstance(layout, types.BaseNamedTuple) and layout.instance_class is cls
+    return (
+        isinstance(layout, (types.NamedTuple, types.NamedUniTuple)) and layout.instance_class is cls
+    )
 
 
 def retreat(layout, message, out):
@@ -62,7 +69,7 @@ def _gather_rows(indptr, indices, data, message, out):
         out[i] = total
 
 
-@numba.njit(fastmath={"reassoc", "contract"}, **JIT)
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _gather_dense(T, message, out):
     """``out = T @ message`` for a dense ``T`` (n, m), eight rows at a time: each entry of the
     message is loaded once for eight dot products, whose sums may be reassociated (so

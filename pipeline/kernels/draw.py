@@ -6,10 +6,15 @@ entry of the row whose cumulative mass exceeds ``x``: entries of zero mass are n
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numba
 import numpy as np
 
-JIT = {"cache": True, "nogil": True}
+if TYPE_CHECKING:
+    from pipeline.kernels import JitOptions
+
+JIT: JitOptions = {"cache": True, "nogil": True}
 
 
 @numba.njit(**JIT)

@@ -32,7 +32,7 @@ it still loads from the cache.
 from __future__ import annotations
 
 import time
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numba
 import numpy as np
@@ -43,7 +43,10 @@ from numba.extending import intrinsic, overload
 
 from pipeline.kernels.select import prune
 
-JIT = {"cache": True, "nogil": True}
+if TYPE_CHECKING:
+    from pipeline.kernels import JitOptions
+
+JIT: JitOptions = {"cache": True, "nogil": True}
 
 # Start numba's threading layer on import: the cached recursions call the parallel CSR step,
 # whose runtime symbols the layer registers when it starts, and a process that loads them from
@@ -57,7 +60,8 @@ _MONOTONIC = time.CLOCK_MONOTONIC
 @numba.njit(**JIT)
 def monotonic(buffer):
     """``time.monotonic()`` inside compiled code; ``buffer`` is int64 scratch of length 2."""
-    _clock_gettime(_MONOTONIC, buffer.ctypes)
+    # numba's stubs type an external function as a numba type, not as what compiled code calls
+    _clock_gettime(_MONOTONIC, buffer.ctypes)  # type: ignore[call-overload]
     return buffer[0] + 1e-9 * buffer[1]
 
 
@@ -154,7 +158,9 @@ class LowRank(NamedTuple):
 
 def _is(layout, cls) -> bool:
     """Whether the numba type ``layout`` is the named tuple class ``cls``."""
-    return isinstance(layout, types.BaseNamedTuple) and layout.instance_class is cls
+    return (
+        isinstance(layout, (types.NamedTuple, types.NamedUniTuple)) and layout.instance_class is cls
+    )
 
 
 def advance(layout, belief, out, threads):
@@ -282,7 +288,8 @@ def _scatter_far(indptr, indices, data, belief, out):
         if weight == 0.0:
             continue
         for k in range(indptr[i], indptr[i + 1]):
-            _prefetch(out, np.uintp(indices[min(k + PREFETCH_DISTANCE, last)]))
+            # numba's stubs count the typing context among an intrinsic's arguments
+            _prefetch(out, np.uintp(indices[min(k + PREFETCH_DISTANCE, last)]))  # type: ignore[call-arg]
             out[np.uintp(indices[k])] += weight * data[k]
 
 
@@ -339,7 +346,7 @@ def _scatter_parallel(indptr, indices, data, belief, out, threads):
                 continue
             for k in range(indptr[i], indptr[i + 1]):
                 if far:
-                    _prefetch(copy, np.uintp(indices[min(k + PREFETCH_DISTANCE, last)]))
+                    _prefetch(copy, np.uintp(indices[min(k + PREFETCH_DISTANCE, last)]))  # type: ignore[call-arg]
                 copy[np.uintp(indices[k])] += weight * data[k]
     for j in numba.prange(m):
         value = 0.0

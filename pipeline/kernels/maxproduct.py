@@ -29,6 +29,8 @@ from ``forward``), for numba's cache, as ``pipeline.kernels.forward`` explains.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numba
 import numpy as np
 from numba import types
@@ -36,7 +38,10 @@ from numba.extending import overload
 
 from pipeline.kernels.forward import CsrEntries, CsrPanel, CsrRows, Dense, LowRank, Structured
 
-JIT = {"cache": True, "nogil": True}
+if TYPE_CHECKING:
+    from pipeline.kernels import JitOptions
+
+JIT: JitOptions = {"cache": True, "nogil": True}
 
 BLOCK_ENTRIES = 2**20
 """A ``LowRank`` max-product step generates its rows in blocks of about this many entries
@@ -49,7 +54,9 @@ order of ``weights * u`` one scan at a time; past this many it sorts them all on
 
 def _is(layout, cls) -> bool:
     """Whether the numba type ``layout`` is the named tuple class ``cls``."""
-    return isinstance(layout, types.BaseNamedTuple) and layout.instance_class is cls
+    return (
+        isinstance(layout, (types.NamedTuple, types.NamedUniTuple)) and layout.instance_class is cls
+    )
 
 
 def max_advance(layout, weights, out, states):
@@ -173,7 +180,7 @@ def _max_structured(indptr, indices, data, panel_columns, panel, u, v, weights, 
     for i in range(n):
         weight, ui = weights[i], u[i]
         for k in range(indptr[i], indptr[i + 1]):
-            j = np.uintp(indices[k])
+            j: int | np.unsignedinteger = np.uintp(indices[k])
             value = weight * (data[k] + ui * v[j])
             if value > out[j]:
                 out[j] = value
