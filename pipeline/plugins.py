@@ -22,6 +22,9 @@ from __future__ import annotations
 import importlib.metadata
 import warnings
 from collections.abc import Iterator, Mapping
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
 class PluginError(ValueError):
@@ -35,7 +38,7 @@ def _origin(entry: importlib.metadata.EntryPoint) -> str:
     return f"entry point {entry.name} = {entry.value} ({package})"
 
 
-class Registry(Mapping):
+class Registry(Mapping[str, T], Generic[T]):
     """Name -> object of one kind: ``builtins`` first, then the entry points of ``group``.
 
     Iterating lists every name that can be used (built-ins, then plug-ins by name) and
@@ -43,16 +46,16 @@ class Registry(Mapping):
     registers is a ``KeyError``; a plug-in that cannot be used is a ``PluginError``.
     """
 
-    def __init__(self, kind: str, group: str, builtins: Mapping[str, object]):
+    def __init__(self, kind: str, group: str, builtins: Mapping[str, T]):
         self.kind, self.group = kind, group
         self._builtins = dict(builtins)
         self._entries: dict[str, importlib.metadata.EntryPoint] | None = None
-        self._loaded: dict[str, object] = {}
+        self._loaded: dict[str, T] = {}
         self._problems: dict[str, str] = {}
 
     def _discover(self) -> dict[str, importlib.metadata.EntryPoint]:
         if self._entries is None:
-            entries = {}
+            entries: dict[str, importlib.metadata.EntryPoint] = {}
             for entry in importlib.metadata.entry_points(group=self.group):
                 if entry.name in self._builtins:
                     self._problems[entry.name] = (
@@ -64,7 +67,7 @@ class Registry(Mapping):
             self._entries = entries
         return self._entries
 
-    def _load(self, name: str) -> object:
+    def _load(self, name: str) -> T:
         if name not in self._loaded and name not in self._problems:
             entry = self._discover()[name]
             try:
@@ -79,7 +82,7 @@ class Registry(Mapping):
             raise PluginError(self._problems[name])
         return self._loaded[name]
 
-    def __getitem__(self, name: str) -> object:
+    def __getitem__(self, name: str) -> T:
         self._discover()
         if name in self._problems and name in self._builtins:
             raise PluginError(self._problems[name])
@@ -119,7 +122,7 @@ class Registry(Mapping):
         dist = self._discover()[name].dist
         return f"{dist.name} {dist.version}" if dist is not None else "unknown package"
 
-    def lookup(self, name: str) -> object:
+    def lookup(self, name: str) -> T:
         """The object of ``name``; a one-line ``ValueError`` naming the allowed names for an
         unknown one, ``PluginError`` for a plug-in that cannot be used."""
         try:

@@ -41,7 +41,7 @@ from pipeline.methods import (
 from pipeline.methods.base import Approximation, Method
 from pipeline.plugins import PluginError, Registry
 
-BUILTIN = {
+BUILTIN: dict[str, Method] = {
     "topp": topp,
     "topk": topk,
     "topp_states": topp_states,
@@ -52,7 +52,7 @@ BUILTIN = {
 }
 """The built-in methods: name -> module."""
 
-METHODS = Registry("method", "pipeline.methods", BUILTIN)
+METHODS = Registry[Method]("method", "pipeline.methods", BUILTIN)
 """Method name (the ``method`` coordinate and ``grid.methods`` key) -> its ``Method``: the
 built-ins, then plug-ins (``pipeline.plugins``)."""
 

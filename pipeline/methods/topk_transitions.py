@@ -28,4 +28,4 @@ def approximate(hmm: HMM, setting: float) -> Approximation:
     return transitions_alone(hmm, topk_matrix(hmm.transition, setting))
 
 
-__all__ = ["approximate", "check"]
+__all__ = ["SETTING", "approximate", "check"]

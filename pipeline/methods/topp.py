@@ -95,6 +95,7 @@ def approximate(hmm: HMM, setting: float) -> Approximation:
 
 
 __all__ = [
+    "SETTING",
     "TOLERANCE",
     "approximate",
     "check",

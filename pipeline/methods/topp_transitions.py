@@ -30,4 +30,4 @@ def approximate(hmm: HMM, setting: float) -> Approximation:
     return transitions_alone(hmm, topp_matrix(hmm.transition, setting))
 
 
-__all__ = ["approximate", "check"]
+__all__ = ["SETTING", "approximate", "check"]

@@ -40,7 +40,7 @@ STATE_BYTES = 24
 """The least memory a model takes a state, in any format: its prior (8 bytes a state, always
 dense) and at least one stored float64 a row in the transitions and in the emissions."""
 
-BUILTIN = {
+BUILTIN: dict[str, Family] = {
     "weather": weather,
     "uniform": uniform,
     "bell": bell,
@@ -55,7 +55,7 @@ BUILTIN = {
 }
 """The built-in families: name -> module."""
 
-FAMILIES = Registry("model family", "pipeline.families", BUILTIN)
+FAMILIES = Registry[Family]("model family", "pipeline.families", BUILTIN)
 """Family name -> its ``Family``: the built-ins, then plug-ins (``pipeline.plugins``)."""
 
 

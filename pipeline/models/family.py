@@ -6,7 +6,7 @@ Every built-in family is a module with this interface, and so is a plug-in famil
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from pipeline.hmm import HMM
 
@@ -49,4 +49,6 @@ class Family(Protocol):
       model file's content hash), kept in a sweep store's identity [the parameters alone].
     """
 
-    def build(self, n_states: int, seed: int = 0, **params) -> HMM: ...
+    # ``*args: Any, **params: Any`` stands for a family's own keyword-only parameters: a type
+    # checker takes it for any ``build`` that starts with ``n_states`` and ``seed``
+    def build(self, n_states: int, seed: int = 0, *args: Any, **params: Any) -> HMM: ...

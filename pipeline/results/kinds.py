@@ -54,7 +54,7 @@ BUILTIN = {
 }
 """The built-in kinds: name (a store's ``kind`` attribute) -> ``Kind``."""
 
-KINDS = Registry("sweep kind", "pipeline.kinds", BUILTIN)
+KINDS = Registry[Kind]("sweep kind", "pipeline.kinds", BUILTIN)
 """Sweep kind -> its ``Kind``: the built-ins, then plug-ins (``pipeline.plugins``)."""
 
 
