@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import OmegaConf
 
-from pipeline.sweep.config import ConfigError, compose
+from pipeline.sweep.config import ConfigError, as_dict, compose
 from pipeline.sweep.config.compose import compose_with_hydra
 
 PACKAGES = (
@@ -172,7 +172,7 @@ def shown_config(args: argparse.Namespace, *, job_name: str) -> str | None:
         cfg = compose_with_hydra(args.overrides, job_name=job_name)
     if args.resolve:
         OmegaConf.resolve(cfg)
-    plain = OmegaConf.to_container(cfg)
+    plain = as_dict(cfg)
     if args.cfg == "hydra":  # as Hydra shows it: without the help texts
         hydra = plain["hydra"]
         plain = {"hydra": {k: v for k, v in hydra.items() if k not in ("help", "hydra_help")}}

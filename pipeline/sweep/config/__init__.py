@@ -12,7 +12,7 @@
 
 from pipeline.sweep.config.compose import OverrideError, compose, register, replaceable
 from pipeline.sweep.config.schema import CONFIG_DIR, SHIPPED_CLUSTERS, SweepConfig, sweep_config
-from pipeline.sweep.config.validation import ConfigError, check_list, check_writable
+from pipeline.sweep.config.validation import ConfigError, as_dict, check_list, check_writable
 
 __all__ = [
     "CONFIG_DIR",
@@ -20,6 +20,7 @@ __all__ = [
     "ConfigError",
     "OverrideError",
     "SweepConfig",
+    "as_dict",
     "check_list",
     "check_writable",
     "compose",

@@ -1,7 +1,8 @@
 """What every sweep's config shares: ``ConfigError``, the checks its keys go through (every
 key declared by the schema, ``check_keys``; the numbers' ranges declared on the schema's
 fields, ``ranged``, and checked by one validator, ``check_ranges``; the names a key allows,
-``choices``), and the check of the store's path."""
+``choices``), the check of the store's path, and a section as a plain ``dict``
+(``as_dict``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,14 @@ class ConfigError(ValueError):
     def __init__(self, key: str, message: str):
         super().__init__(f"{key}: {message}")
         self.key = key
+
+
+def as_dict(node: DictConfig, *, resolve: bool = False) -> dict:
+    """A mapping of the config (a section, or the whole config) as plain Python values
+    (``OmegaConf.to_container``'s), its interpolations resolved where ``resolve``."""
+    plain = OmegaConf.to_container(node, resolve=resolve)
+    assert isinstance(plain, dict), "a DictConfig holds a mapping"
+    return plain
 
 
 def unknown_key(key: str, allowed: list[str]) -> ConfigError:

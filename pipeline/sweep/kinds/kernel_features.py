@@ -19,11 +19,10 @@ from typing import NamedTuple
 
 import numpy as np
 from distributed import Client, Future
-from omegaconf import OmegaConf
 
 from pipeline.hmmlm import feature_maps
 from pipeline.results import kernel_features as results
-from pipeline.sweep.config import ConfigError, check_list
+from pipeline.sweep.config import ConfigError, as_dict, check_list
 from pipeline.sweep.config.schema import KernelFeaturesConfig
 from pipeline.sweep.kinds.base import Grid, submit_each
 from pipeline.sweep.timing import once
@@ -85,7 +84,7 @@ class FeaturesGrid(Grid):
 
 def grid(cfg) -> FeaturesGrid:
     """The grid of a validated config."""
-    section = OmegaConf.to_container(cfg.kernel_features, resolve=True)
+    section = as_dict(cfg.kernel_features, resolve=True)
     return FeaturesGrid(
         n_states=tuple(sorted(section.pop("n_states"))),
         temperatures=tuple(sorted(float(t) for t in section.pop("temperatures"))),

@@ -30,7 +30,7 @@ from pipeline.coupled.model import OBSERVE
 from pipeline.models import ParameterError
 from pipeline.operators.lowrank import MAX_DENSE
 from pipeline.results import coupled as results
-from pipeline.sweep.config import ConfigError, check_list
+from pipeline.sweep.config import ConfigError, as_dict, check_list
 from pipeline.sweep.config.schema import CoupledConfig
 from pipeline.sweep.config.specs import known_specs, spec_path
 from pipeline.sweep.kinds.base import Grid, submit_each
@@ -123,7 +123,7 @@ class CoupledGrid(Grid):
 
 def grid(cfg) -> CoupledGrid:
     """The grid of a validated config."""
-    section = OmegaConf.to_container(cfg.coupled, resolve=True)
+    section = as_dict(cfg.coupled, resolve=True)
     chains = sorted(section.pop("chains"))
     sizes = section.pop("n_states")
     shapes = {FAMILY: tuple((k, n) for k in chains for n in sorted(_sizes(sizes, k)))}
@@ -198,7 +198,7 @@ def validate(cfg) -> None:
             f"{section.exact_max_states} is not allowed; allowed: 1 to {EXACT_MAX_STATES} (exact "
             "Viterbi and top-p on the joint chain hold its n_joint^2 matrix)",
         )
-    relational = OmegaConf.to_container(section.relational)
+    relational = as_dict(section.relational)
     if relational and "chain" not in section.observe:
         raise ConfigError(
             "coupled.observe",

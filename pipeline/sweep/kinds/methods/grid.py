@@ -16,8 +16,6 @@ import typing
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from omegaconf import OmegaConf
-
 from pipeline.methods import METHODS
 from pipeline.models import (
     FAMILIES,
@@ -26,7 +24,7 @@ from pipeline.models import (
     fixed_size,
     model_fingerprint,
 )
-from pipeline.sweep.config import ConfigError
+from pipeline.sweep.config import ConfigError, as_dict
 from pipeline.sweep.kinds.base import RUN_SETTINGS, Grid
 from pipeline.sweep.timing import Timing
 
@@ -44,7 +42,7 @@ def model_parameters(model, families) -> dict[str, dict]:
     """Each family's keyword parameters: its section of ``model`` (the config's ``model``)
     over the family's defaults (a plug-in family's section holds only the keys the config
     sets)."""
-    return {f: {**family_parameters(f), **OmegaConf.to_container(model[f])} for f in families}
+    return {f: {**family_parameters(f), **as_dict(model[f])} for f in families}
 
 
 def _fixed_size(family: str, params: dict) -> int | None:

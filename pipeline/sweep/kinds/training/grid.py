@@ -8,9 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from omegaconf import OmegaConf
-
 from pipeline.results import training as results
+from pipeline.sweep.config import as_dict
 from pipeline.sweep.kinds.base import Grid
 
 DEFAULT_MAX_EPOCHS = 20
@@ -100,7 +99,7 @@ class TrainingGrid(Grid):
 
 def grid(cfg) -> TrainingGrid:
     """The grid of a validated config."""
-    training = OmegaConf.to_container(cfg.training, resolve=True)
+    training = as_dict(cfg.training, resolve=True)
     training["max_epochs"] = training["max_epochs"] or DEFAULT_MAX_EPOCHS
     return TrainingGrid(
         n_states=tuple(sorted(training.pop("n_states"))),
