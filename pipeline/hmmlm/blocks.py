@@ -29,7 +29,7 @@ one before it over the states both keep.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numba
 import numpy as np
@@ -38,7 +38,14 @@ import scipy.sparse as sp
 from pipeline.hmmlm import blocked, blocked_kernel, neural
 from pipeline.hmmlm.clusters import Blocks
 from pipeline.hmmlm.neural import Neural
-from pipeline.hmmlm.parameters import Kernel, Parameters, Softmax, softmax_in_place, softmax_rows
+from pipeline.hmmlm.parameters import (
+    Kernel,
+    Parameters,
+    Softmax,
+    Transition,
+    softmax_in_place,
+    softmax_rows,
+)
 from pipeline.hmmlm.workspace import Workspace, scratch
 
 
@@ -134,7 +141,7 @@ def restrict(p: Parameters, r: Restriction, work: Workspace | None = None) -> Pa
             np.copyto(out, t.logits)
         else:
             _gather(t.logits, keep, out)
-        transition = Softmax(out)
+        transition: Transition = Softmax(out)
     elif isinstance(t, Neural):
         transition = t._replace(E=t.E[keep])
     else:
@@ -154,21 +161,22 @@ def _scatter(X, keep, out):
 
 def expand(grad: Parameters, r: Restriction, like: Parameters, work=None) -> Parameters:
     """A sub-model's gradient as the full model's (zero for what the sub-model lacks)."""
-    t, keep = grad.transition, r.states
+    t, whole, keep = grad.transition, like.transition, r.states
     prior, emission = np.zeros_like(like.prior), np.zeros_like(like.emission)
     prior[keep], emission[r.emission] = grad.prior, grad.emission
     if isinstance(t, Softmax):
-        if keep.size == len(like.transition.logits):
+        assert isinstance(whole, Softmax), "a gradient has its model's parameterisation"
+        if keep.size == len(whole.logits):
             return Parameters(prior, emission, t)
-        out = scratch(work, "d_logits", like.transition.logits.shape, t.logits.dtype)
+        out = scratch(work, "d_logits", whole.logits.shape, t.logits.dtype)
         return Parameters(prior, emission, Softmax(_scatter(t.logits, keep, out)))
     if isinstance(t, Neural):
-        E = np.zeros_like(like.transition.E)
+        assert isinstance(whole, Neural), "a gradient has its model's parameterisation"
+        E = np.zeros_like(whole.E)
         E[keep] = t.E
         return Parameters(prior, emission, t._replace(E=E))
-    U, V, band = (
-        np.zeros_like(x) for x in (like.transition.U, like.transition.V, like.transition.band)
-    )
+    assert isinstance(whole, Kernel), "a gradient has its model's parameterisation"
+    U, V, band = (np.zeros_like(x) for x in (whole.U, whole.V, whole.band))
     U[keep], V[keep] = t.U, t.V
     band.ravel()[r.band] = t.band
     return Parameters(prior, emission, Kernel(U, V, t.W, band))
@@ -197,6 +205,25 @@ def emission_matrix(probabilities: np.ndarray, blocks: Blocks) -> sp.csr_array:
     matrix = sp.csr_array((probabilities, (rows, columns)), shape=(blocks.n_states, blocks.n_words))
     matrix.sort_indices()
     return matrix
+
+
+class _Kind(Protocol):
+    """How one parameterisation's transitions make a batch's blocks: ``setup`` the state a
+    sub-model's batches share, ``blocks`` a batch's from it, ``gradient`` the transition
+    parameters' from the batch's statistics."""
+
+    @staticmethod
+    def setup(t: Any, r: Restriction, work: Any) -> Any: ...
+
+    @staticmethod
+    def blocks(
+        state: Any, coded: blocked.Coded, k: int
+    ) -> blocked.DenseBlocks | blocked.LowRankBlocks: ...
+
+    @staticmethod
+    def gradient(
+        t: Any, state: Any, blocks: Any, s: blocked.Statistics, r: Any, work: Any
+    ) -> Transition: ...
 
 
 class _Softmax:
@@ -278,7 +305,7 @@ class _Kernel:
         return blocked_kernel.gradient(t, parts, s, r.blocks.states, work)
 
 
-_KINDS = {Softmax: _Softmax, Neural: _Neural, Kernel: _Kernel}
+_KINDS: dict[type, type[_Kind]] = {Softmax: _Softmax, Neural: _Neural, Kernel: _Kernel}
 
 
 def carry_in(carry: np.ndarray | None, previous: np.ndarray, r: Restriction):

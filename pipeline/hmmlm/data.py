@@ -97,7 +97,8 @@ def load(corpus: str | os.PathLike | None, n_tokens: int | None) -> Corpus:
     ids = {name: [np.empty(0, np.int64)] for name in PARTS}
     for where, doc_ids in zip(parts, corpora.word_ids(documents, words), strict=True):
         ids[where].append(doc_ids)
-    return Corpus(*(np.concatenate(ids[name]) for name in PARTS), words, split_digest(documents))
+    train, validation, test = (np.concatenate(ids[name]) for name in PARTS)
+    return Corpus(train, validation, test, words, split_digest(documents))
 
 
 def seen_share(train: np.ndarray, held_out: np.ndarray, order: int) -> float:

@@ -66,7 +66,7 @@ class KneserNey(NamedTuple):
 
 def _raw_counts(chunks: np.ndarray, order: int) -> list[collections.Counter]:
     """Per order m, how often each m-gram ends at a word of the chunks (after ``START``)."""
-    raw = [collections.Counter() for _ in range(order)]
+    raw: list[collections.Counter] = [collections.Counter() for _ in range(order)]
     for row in np.asarray(chunks).tolist():
         padded = (START, *row)
         for end in range(1, len(padded)):
@@ -83,7 +83,8 @@ def _discounts(counts: dict, modified: bool) -> tuple[float, float, float]:
         return y, y, y
     if not all(n[r] for r in (1, 2, 3)):
         return FALLBACK
-    out = tuple(r - (r + 1) * y * n[r + 1] / n[r] for r in (1, 2, 3))
+    d1, d2, d3 = (r - (r + 1) * y * n[r + 1] / n[r] for r in (1, 2, 3))
+    out = (d1, d2, d3)
     return out if all(0 < d < r for r, d in zip((1, 2, 3), out, strict=True)) else FALLBACK
 
 
@@ -105,7 +106,7 @@ def fit(chunks: np.ndarray, order: int, n_words: int, modified: bool = False) ->
             entry = totals.setdefault(gram[:-1], [0, 0, 0, 0])
             entry[0] += count
             entry[min(count, 3)] += 1
-        contexts.append({h: tuple(entry) for h, entry in totals.items()})
+        contexts.append({h: (a, n1, n2, n3) for h, (a, n1, n2, n3) in totals.items()})
     discounts = tuple(_discounts(level, modified) for level in counts)
     return KneserNey(tuple(counts), tuple(contexts), discounts, n_words)
 

@@ -45,10 +45,14 @@ class Kernel(NamedTuple):
     band: np.ndarray  # (n, 2 delta - 1) logits of the offsets -delta + 1 .. delta - 1; (n, 0): none
 
 
+Transition = Softmax | Kernel | Neural
+"""The transition parameters of any parameterisation."""
+
+
 class Parameters(NamedTuple):
     prior: np.ndarray  # (n,) logits
     emission: np.ndarray  # (n, V) logits; flat (k V,) by cluster for a blocked model
-    transition: Softmax | Kernel | Neural
+    transition: Transition
 
 
 def softmax_rows(logits: np.ndarray) -> np.ndarray:
@@ -192,7 +196,7 @@ def gradient(p: Parameters, s: Statistics, n_sequences: int) -> Parameters:
     prior = softmax_rows(p.prior)
     emission = softmax_rows(p.emission)
     if isinstance(p.transition, Neural):
-        transition = neural.gradient(p.transition, s.before.T @ s.after)
+        transition: Transition = neural.gradient(p.transition, s.before.T @ s.after)
     elif isinstance(p.transition, Softmax):
         transition = _softmax_gradient(p.transition, s)
     else:
@@ -252,7 +256,7 @@ def initial(
     prior = 0.01 * normal(n_states)
     emission = normal(*((n_states, n_tokens) if emission_size is None else (emission_size,)))
     if kind == "softmax":
-        transition = Softmax(0.01 * normal(n_states, n_states))
+        transition: Transition = Softmax(0.01 * normal(n_states, n_states))
     elif kind == "neural":
         transition = neural.initial(n_states, dim, rng, prior.dtype)
     else:

@@ -30,7 +30,7 @@ import numpy as np
 
 from pipeline.hmmlm.clusters import Blocks, blocks_of
 from pipeline.hmmlm.neural import Neural
-from pipeline.hmmlm.parameters import Kernel, Parameters, Softmax
+from pipeline.hmmlm.parameters import Kernel, Parameters, Softmax, Transition
 
 VERSION = 3
 """The format this module writes; it reads this one and version 1."""
@@ -69,7 +69,7 @@ def load(path: str | os.PathLike) -> tuple[Parameters, tuple[str, ...], Blocks |
                 f"{VERSION}: update the pipeline"
             )
         if str(f["kind"]) == "softmax":
-            transition = Softmax(f["logits"])
+            transition: Transition = Softmax(f["logits"])
         elif str(f["kind"]) == "neural":
             transition = Neural(*(f[name] for name in Neural._fields))
         else:

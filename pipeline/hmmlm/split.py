@@ -21,7 +21,7 @@ import numpy as np
 
 from pipeline.hmmlm.clusters import Blocks
 from pipeline.hmmlm.neural import Neural
-from pipeline.hmmlm.parameters import Kernel, Parameters, Softmax
+from pipeline.hmmlm.parameters import Kernel, Parameters, Softmax, Transition
 
 
 def sources(n_states: int, blocks: Blocks | None) -> np.ndarray:
@@ -68,7 +68,7 @@ def split(
         )
 
     if isinstance(t, Softmax):
-        transition = Softmax(copies(t.logits, source, source))
+        transition: Transition = Softmax(copies(t.logits, source, source))
     elif isinstance(t, Neural):
         transition = t._replace(E=copies(t.E, source))
     else:

@@ -221,7 +221,8 @@ def train(
     work = Workspace()
     step, stale, rate, stopped = 0, 0, schedule.learning_rate, "max_epochs"
     began = time.perf_counter()
-    curve, seconds, wall = [perplexity(p, validation, blocks)], [], 0.0
+    curve, wall = [perplexity(p, validation, blocks)], 0.0
+    seconds: list[float] = []
     best, best_epoch = [x.copy() for x in leaves], 0
     while len(seconds) < schedule.max_epochs:
         spent = time.perf_counter() - began
