@@ -22,6 +22,7 @@ import gzip
 import lzma
 import struct
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -30,7 +31,11 @@ _ATTRIBUTE_PAIRLIST = 239
 _VECTORS = {10: "i", 13: "i", 14: "d"}  # logical, integer, double: fixed-size XDR
 _LISTS = (16, 19, 20)  # character vector, list, expression list
 _ENVIRONMENTS = (241, 242, 250, 251, 252, 253)  # the base, empty, global ... environments
-_DECOMPRESS = {b"Z": zlib.decompress, b"2": bz2.decompress, b"X": lzma.decompress}
+_DECOMPRESS: dict[bytes, Callable[[bytes], bytes]] = {
+    b"Z": zlib.decompress,
+    b"2": bz2.decompress,
+    b"X": lzma.decompress,
+}
 DAMAGED = (
     ValueError,
     EOFError,
@@ -58,7 +63,8 @@ class RVector(NamedTuple):
 
 class _Reader:
     def __init__(self, data: bytes) -> None:
-        self.data, self.at, self.symbols = data, 0, []
+        self.data, self.at = data, 0
+        self.symbols: list = []  # the symbols read so far, which a reference gives by number
 
     def take(self, size: int) -> bytes:
         chunk = self.data[self.at : self.at + size]
@@ -131,7 +137,10 @@ def _index(data: bytes) -> tuple[list[tuple[str, int, int]], int]:
     variables, compression = index[0], int(index[2].values[0])
     names = variables.attributes["names"].values
     places = [tuple(int(x) for x in where.values) for where in variables.values]
-    return [(str(name), *place) for name, place in zip(names, places, strict=True)], compression
+    listed = [
+        (str(name), offset, length) for name, (offset, length) in zip(names, places, strict=True)
+    ]
+    return listed, compression
 
 
 def _decoded(path: Path, decode, *args):

@@ -104,7 +104,7 @@ def _filter(model: CoupledHMM, observations, priors) -> tuple[list, list]:
     filtered = [np.empty((steps, n)) for n in model.sizes]
     predicted = [np.empty((steps, n)) for n in model.sizes]
     for t, o in enumerate(np.asarray(observations)):
-        last = [filtered[j][t - 1] for j in range(k)] if t else None
+        last = [filtered[j][t - 1] for j in range(k)] if t else []
         ahead = [last[i] @ transition(model, i, last) if t else priors[i] for i in range(k)]
         for i in range(k):
             predicted[i][t] = ahead[i]

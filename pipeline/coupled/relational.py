@@ -137,7 +137,8 @@ def _value(term, binding: dict) -> int:
 def _link(links: tuple, binding: dict, states: np.ndarray) -> tuple[np.ndarray, dict]:
     """Which of another chain's ``states`` (n, arity) unify with every atom of ``links``
     given ``binding``, shape (n,), and the column binding each new variable."""
-    mask, first = np.ones(len(states), bool), {}
+    mask = np.ones(len(states), bool)
+    first: dict[str, int] = {}  # variable -> the column that binds it
     for atom in links:
         for k, term in enumerate(atom.args):
             if not isinstance(term, Var):
@@ -238,11 +239,13 @@ class _Grounder:
         key = (id(rule), i, *(binding[v] for v in rule.key))
         if key not in self.cache:
             groundings = list(self.solve(rule.atoms, rule.compares, binding))
-            out = np.zeros(size) if groundings else None
-            for full in groundings:
-                for o in rule.outcomes:
-                    for position, q in self.select(o, i, full, sig, context).items():
-                        out[position] += o.p * q / len(groundings)
+            out = None
+            if groundings:
+                out = np.zeros(size)
+                for full in groundings:
+                    for o in rule.outcomes:
+                        for position, q in self.select(o, i, full, sig, context).items():
+                            out[position] += o.p * q / len(groundings)
             self.cache[key] = out
         return self.cache[key]
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import NoReturn
 
 import numpy as np
 
@@ -136,7 +137,7 @@ class Program:
     full: bool
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """Raise the one-line ``ValueError``."""
     raise ValueError(" ".join(str(message).split()))
 
@@ -182,6 +183,9 @@ def _conjuncts(value, label: str) -> list[str]:
 class _Reader:
     """The spec's types, domains and predicates, and readers of its atoms and rules."""
 
+    state: Signature  # the chain's state predicate and its symbol's, once ``compile_spec``
+    symbol: Signature  # has read them
+
     def __init__(self, spec: Mapping, domain: Mapping | None):
         types = spec.get("types")
         if not isinstance(types, Mapping) or not types:
@@ -206,7 +210,7 @@ class _Reader:
         self.signatures: dict[str, Signature] = {}
         self.fresh = itertools.count()
 
-    def signature(self, key: str, text, chain: str) -> Signature:
+    def signature(self, key: str, text, chain: object) -> Signature:
         match = _ATOM.fullmatch(text.strip()) if isinstance(text, str) else None
         if not match:
             fail(f"{key}: write it as pred(type, ...), got {text!r}")
@@ -239,7 +243,7 @@ class _Reader:
         words = [word.strip() for word in inner.split(",")]
         if len(words) != len(sig):
             fail(f"{label}: {text} has {len(words)} arguments; {pred} takes {len(sig)}")
-        args = []
+        args: list[Var | int] = []
         for word, type_ in zip(words, sig, strict=True):
             if word == "_":
                 word = f"_{next(self.fresh)}"
@@ -269,6 +273,7 @@ class _Reader:
         if None not in typed and typed[0] != typed[1]:
             fail(f"{label}: {text} compares a {typed[0]} with a {typed[1]}")
         type_ = typed[0] or typed[1]
+        assert type_ is not None, "two constants failed above"
         sides = [
             Var(w) if t else self.constant(w, type_, label)
             for w, t in zip(words, typed, strict=True)

@@ -252,7 +252,7 @@ def filtering_chunks(
             start > 0,
             log_evidence,
         )
-        offsets += Evidence(evidence.likelihoods, part, evidence.log_scale).offsets(zero)
+        offsets += float(Evidence(evidence.likelihoods, part, evidence.log_scale).offsets(zero))
         yield Chunk(start, beliefs, float(log_evidence) + offsets, zero, elapsed, pruned)
         previous = beliefs[-1]
 

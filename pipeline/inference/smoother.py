@@ -131,7 +131,7 @@ def smoothing(
     if evidence.rows.ndim == 1 and initial.ndim == 1:
         run = _smooth(hmm, initial, evidence, counts)
         zero = np.flatnonzero(run.zero) if run.log_evidence == -np.inf else np.empty(0, np.intp)
-        matrix = expected_counts(hmm.transition, *run.pairs) if counts else None
+        matrix = expected_counts(hmm.transition, *run.pairs) if run.pairs is not None else None
         return SmoothResult(run.posteriors, run.log_evidence, zero, matrix)
     initial, rows = broadcast(hmm, initial, evidence.rows)
     runs = [
@@ -140,8 +140,9 @@ def smoothing(
     ]
     matrix = None
     if counts:
-        before = np.concatenate([run.pairs[0] for run in runs])
-        after = np.concatenate([run.pairs[1] for run in runs])
+        pairs = [run.pairs for run in runs if run.pairs is not None]  # every run's, with counts
+        before = np.concatenate([pair[0] for pair in pairs])
+        after = np.concatenate([pair[1] for pair in pairs])
         matrix = expected_counts(hmm.transition, before, after)
     return SmoothBatchResult(
         np.stack([run.posteriors for run in runs]),
@@ -158,7 +159,7 @@ class _Run(NamedTuple):
     pairs: tuple[np.ndarray, np.ndarray] | None  # filtered beliefs and messages (T - 1, n)
 
 
-def _smooth(hmm: HMM, initial: np.ndarray, evidence: Evidence, counts: bool) -> _Run:
+def _smooth(hmm: HMM, initial: np.ndarray, evidence: Evidence, counts: bool | np.bool_) -> _Run:
     """One sequence, whole: the filtered beliefs written into the posteriors' array and
     turned into posteriors in place (kept apart when the counts need them)."""
     layout, rows, n = hmm.transition_layout, evidence.rows, hmm.n_states
@@ -171,7 +172,7 @@ def _smooth(hmm: HMM, initial: np.ndarray, evidence: Evidence, counts: bool) -> 
     backward.backward(
         layout, evidence.likelihoods, rows, zero, alphas, posteriors, np.empty(n), True, after
     )
-    log_evidence += evidence.offsets(zero)
+    log_evidence += float(evidence.offsets(zero))  # one sequence's: a float
     pairs = (alphas[:-1], after[:-1]) if counts else None
     return _Run(posteriors, float(log_evidence), zero, pairs)
 

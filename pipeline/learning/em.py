@@ -111,7 +111,8 @@ def e_step(
     log-likelihoods the smoothing reads. Returns the ``Statistics`` summed over the sequences.
     """
     model = _model(hmm, method, setting)
-    prior, counts = np.zeros(hmm.n_states), 0.0
+    prior = np.zeros(hmm.n_states)
+    counts: float | np.ndarray = 0.0
     log_likelihood = np.empty(len(sequences))
     posteriors = [np.empty((0, hmm.n_states))] * len(sequences)
     for members in by_length(sequences):
@@ -128,6 +129,7 @@ def e_step(
             values_at(hmm.transition, model.transition) > 0,
             None if emission is not None else values_at(hmm.emission, model.emission) > 0,
         )
+    assert isinstance(counts, np.ndarray), "the counts of at least one sequence"
     return Statistics(log_likelihood, prior, counts, np.concatenate(posteriors), kept)
 
 

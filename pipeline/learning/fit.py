@@ -172,9 +172,9 @@ def _score(hmm: HMM, emission: Emission | None, sequences: list[np.ndarray]) -> 
     """``log P(o)`` of ``sequences`` under the exact ``hmm``, summed."""
     return float(
         sum(
-            filtering(
-                hmm, **evidence(emission, sequences, members), history=False
-            ).log_evidence.sum()
+            np.sum(
+                filtering(hmm, **evidence(emission, sequences, members), history=False).log_evidence
+            )
             for members in by_length(sequences)
         )
     )
@@ -244,7 +244,7 @@ def fit(
     _check_approximation(approximation, setting)
     entries(hmm.transition, "hmm.transition")
     symbols = emission is None
-    if symbols:
+    if emission is None:
         entries(hmm.emission, "hmm.emission")
         m = hmm.n_observations
 
@@ -255,7 +255,7 @@ def fit(
         read = emission.read
         hmm = HMM(hmm.prior, hmm.transition, np.ones((hmm.n_states, 1)))
     sequences, names = _sequences("observations", observations, read)
-    if not symbols:
+    if emission is not None:
         _check_emission(emission, sequences[0], hmm.n_states)
     testing = None if held_out is None else _sequences("held_out", held_out, read)[0]
     steps = np.concatenate(sequences)
@@ -284,4 +284,4 @@ def fit(
         np.array(m_seconds),
         converged,
     )
-    return Fit(hmm, Categorical(hmm.emission) if symbols else emission, history)
+    return Fit(hmm, Categorical(hmm.emission) if emission is None else emission, history)

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from pipeline.hmm import HMM
 from pipeline.models.family import ParameterError
-from pipeline.operators import SparsePlusRankOne
+from pipeline.operators import Matrix, SparsePlusRankOne
 
 PEAK_MASS = 0.9
 BELL = PEAK_MASS * np.array([1.0, 4.0, 6.0, 4.0, 1.0]) / 16.0
@@ -76,8 +76,8 @@ def build(n_states: int, seed: int = 0, *, structured: bool = False) -> HMM:
     Needs ``n_states >= 6`` so that the background is not empty.
     """
     check(n_states, structured=structured)
-    transition = bell_rows(centres(n_states, seed), n_states)
-    emission = bell_rows(np.arange(n_states), n_states)
+    transition: Matrix = bell_rows(centres(n_states, seed), n_states)
+    emission: Matrix = bell_rows(np.arange(n_states), n_states)
     if not structured:
         transition, emission = transition.rows(0, n_states), emission.rows(0, n_states)
     return HMM(np.full(n_states, 1.0 / n_states), transition, emission)

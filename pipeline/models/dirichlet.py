@@ -37,8 +37,8 @@ def dirichlet_rows(
         rng = np.random.default_rng([seed, stream, chunk])
         # Rows are drawn one after the other, so a chunk's first rows do not depend on
         # how many follow: draw only up to the last row asked for.
-        rows = min(chunk_rows, stop - chunk * chunk_rows)
-        chunks.append(rng.dirichlet(np.full(width, alpha), size=rows))
+        n_rows = min(chunk_rows, stop - chunk * chunk_rows)
+        chunks.append(rng.dirichlet(np.full(width, alpha), size=n_rows))
     rows = np.concatenate(chunks)
     offset = start - first * chunk_rows
     return rows[offset : offset + stop - start]

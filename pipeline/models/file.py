@@ -51,6 +51,7 @@ import os
 import stat
 import zipfile
 import zlib
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -131,10 +132,12 @@ def _header(archive: np.lib.npyio.NpzFile, key: str, path) -> tuple[tuple[int, .
     """The shape and dtype the array ``key`` declares, read from its header alone; refused
     when it is no ``.npy`` array, holds objects, or declares more bytes than the archive
     holds for it (a truncated or forged member that would allocate them)."""
-    member = f"{key}.npy" if f"{key}.npy" in archive.zip.namelist() else key
+    members = archive.zip
+    assert members is not None, "an open archive has its zip file"
+    member = f"{key}.npy" if f"{key}.npy" in members.namelist() else key
     try:
-        size = archive.zip.getinfo(member).file_size
-        with archive.zip.open(member) as stream:
+        size = members.getinfo(member).file_size
+        with members.open(member) as stream:
             version = np.lib.format.read_magic(stream)
             if version not in HEADERS:
                 raise ValueError(f"unsupported .npy version {version}")
@@ -325,6 +328,7 @@ def fingerprint(*, path: str | None = None) -> str:
     between a run and its resume is refused rather than mixed into one store. Hashed once
     per process while the file keeps its inode, size and modification time."""
     _open(path).close()
+    assert path is not None, "_open refuses a missing path"
     found = os.stat(path)
     return _sha256(os.path.realpath(path), found.st_ino, found.st_size, found.st_mtime_ns)
 
@@ -343,7 +347,7 @@ def save(path: str | os.PathLike, prior, transition, emission, *, compressed: bo
     name without it): dense arrays under their names, ``scipy.sparse`` matrices as their
     parts (CSR, CSC, BSR, COO and DIA as they are, other formats as CSR). ``compressed``
     zips the arrays: a smaller file, slower to read."""
-    arrays = {}
+    arrays: dict[str, Any] = {}  # ndarrays, and a sparse matrix's format as a str
     for name, matrix in zip(ARRAYS, (prior, transition, emission), strict=True):
         if not sp.issparse(matrix):
             arrays[name] = np.asarray(matrix)

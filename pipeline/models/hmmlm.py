@@ -63,6 +63,7 @@ def check(n_states: int, *, path: str | None = None) -> None:
 def build(n_states: int, seed: int = 0, *, path: str | None = None) -> HMM:
     """The HMM of the model saved at ``path`` (``seed`` is ignored)."""
     check(n_states, path=path)
+    assert path is not None, "check refuses a missing path"
     p, _, blocks = saved.load(path)
     p = p._replace(
         prior=p.prior.astype(np.float64),

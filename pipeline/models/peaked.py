@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from pipeline.hmm import HMM
 from pipeline.models.family import ParameterError
-from pipeline.operators import SparsePlusRankOne
+from pipeline.operators import Matrix, SparsePlusRankOne
 
 PRIOR, TRANSITION, EMISSION = 0, 1, 2
 """Stream ids that keep the prior, transition and emission draws independent."""
@@ -88,8 +88,8 @@ def build(
     check(n_states, support=support, alpha=alpha, background=background)
     shape = (n_states, support, alpha, background)
     prior = peaked_rows(np.random.default_rng([seed, PRIOR]), 1, *shape).rows(0, 1)[0]
-    transition = peaked_rows(np.random.default_rng([seed, TRANSITION]), n_states, *shape)
-    emission = peaked_rows(np.random.default_rng([seed, EMISSION]), n_states, *shape)
+    transition: Matrix = peaked_rows(np.random.default_rng([seed, TRANSITION]), n_states, *shape)
+    emission: Matrix = peaked_rows(np.random.default_rng([seed, EMISSION]), n_states, *shape)
     if not structured:
         transition, emission = transition.rows(0, n_states), emission.rows(0, n_states)
     return HMM(prior, transition, emission)

@@ -15,6 +15,7 @@ the compiled steps the formats' products share (``run_backward``, ``run_max_prod
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import singledispatch
 from typing import NamedTuple
 
@@ -30,7 +31,8 @@ MAX_GENERATED = 2 * 10**9
 (about ten seconds of work)."""
 
 
-class Peaks(NamedTuple):
+@dataclass(frozen=True)
+class Peaks:
     """The stored entries of a matrix whose rows are peaks on a constant background.
 
     Every entry of row ``i`` off the stored pattern equals ``background[i]``.
@@ -74,7 +76,10 @@ class SparseRows(NamedTuple):
     indices: np.ndarray
     data: np.ndarray
 
-    generated = False  # views of stored rows: cheap to make again
+    @property
+    def generated(self) -> bool:
+        """False: views of stored rows, cheap to make again."""
+        return False
 
     @property
     def n_rows(self) -> int:

@@ -57,7 +57,7 @@ class LowRank:
 
     left: np.ndarray
     right: np.ndarray
-    band: sp.csr_array | None = None
+    band: sp.csr_array = None  # None: no band, an empty csr_array from __post_init__ on
 
     def __post_init__(self) -> None:
         base.check_real(self.left, "left")

@@ -11,6 +11,7 @@ states fit in memory.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -255,7 +256,8 @@ def _(T: SparsePlusRankOne, direct: np.ndarray | None = None) -> list:
     full = T.pattern()
     edges = [0, *(np.flatnonzero(np.diff(direct.astype(np.int8))) + 1).tolist(), n]
     step = max(1, base.BLOCK_ENTRIES // max(m, 1))
-    blocks = []
+    # each called without arguments; ``...``: the lambdas bind their loop values as defaults
+    blocks: list[Callable[..., base.DenseRows | base.SparseRows]] = []
     for start, stop in itertools.pairwise(edges):
         if direct[start]:
             part = full[start:stop]
