@@ -56,7 +56,7 @@ def _flat(value, prefix: str = "") -> dict[str, object]:
     """The leaves of a nested mapping by dotted key (``{"a": {"b": 1}}``: ``{"a.b": 1}``)."""
     if not isinstance(value, dict) or not value:
         return {prefix: value}
-    found = {}
+    found: dict[str, object] = {}
     for key, inner in value.items():
         found |= _flat(inner, f"{prefix}.{key}" if prefix else str(key))
     return found
@@ -190,7 +190,7 @@ def pareto(candidates: list[Point], cost: str = "runtime") -> list[Point]:
     always joins where its cost is known). Points of unknown cost are left out.
     """
     known = [p for p in candidates if np.isfinite(getattr(p, cost))]
-    front = []
+    front: list[Point] = []
     for point in sorted(known, key=lambda p: (getattr(p, cost), p.tv)):
         if not front or point.tv < front[-1].tv * (1 - FRONT_GAIN):
             front.append(point)

@@ -91,15 +91,20 @@ def analyze(results, out=None) -> Analysis:
     ``OutputError`` (one line) where ``out`` cannot be written: checked before a chunk is
     read or a figure drawn (``check_output``), and caught where the files are written.
     """
-    is_dataset = isinstance(results, xr.Dataset)
-    store = _source(results) if is_dataset else Path(results)
-    if is_dataset and out is None and store is None:
-        raise ValueError("out: this Dataset has no store behind it; give out=<folder>")
-    if not is_dataset:
+    if isinstance(results, xr.Dataset):
+        store = _source(results)
+        if out is None and store is None:
+            raise ValueError("out: this Dataset has no store behind it; give out=<folder>")
+    else:
+        store = Path(results)
         require_results(store, damaged=True)  # a lost root is named with the damage
-    out = Path(out) if out is not None else default_output(store)
+    if out is None:
+        assert store is not None, "a Dataset without a store raised above"
+        out = default_output(store)
+    else:
+        out = Path(out)
     check_output(out)
-    ds = results if is_dataset else _trusted(store)
+    ds = results if isinstance(results, xr.Dataset) else _trusted(Path(results))
     write = KINDS.lookup(kind_of(ds.attrs)).load("report")
     ds = ds.load()
     try:  # the folder may have changed since check_output

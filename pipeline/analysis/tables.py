@@ -123,7 +123,8 @@ def front_table(ds: xr.Dataset, cost: str = "runtime") -> str:
     """
     unit = "us per step" if cost == "runtime" else "stored entries"
     header = ["family", "n_states", "mode", f"most accurate at each {COSTS[cost]} ({unit}, TV)"]
-    rows, on_front = [], {}
+    rows = []
+    on_front: dict[str, Counter] = {}
     for family, n in models(ds):
         for mode in modes_of(ds, STEP_MODES):
             front = pareto(points(ds, family, n, str(mode)), cost)

@@ -13,6 +13,7 @@ import asyncio
 import os
 import uuid
 import zlib
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -97,7 +98,7 @@ def _temporaries(files: dict[Path, bytes]) -> tuple[dict[Path, Path], list[Path]
     return temps, changed
 
 
-def _put_in_place(groups: list[dict[Path, Path | None]], changed=()) -> None:
+def _put_in_place(groups: Sequence[Mapping[Path, Path | None]], changed=()) -> None:
     """fsync the temporary files of every group (file -> its temporary file; None: remove
     the file) and the directories in ``changed`` at once, then put each group in place in
     turn: renamed, then its directories fsynced, before the next group. An error leaves the

@@ -17,6 +17,8 @@ produce is NaN for it, and its ``missing`` attribute says so.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import xarray as xr
 
@@ -358,10 +360,15 @@ def noise(last: xr.Dataset) -> tuple[float, float, int, int]:
     its median repeat over its fastest (the larger of exact's and approximate's); their
     median and maximum, how many cells are noisy (``NOISY``) and how many were timed."""
     done = last["done"] & np.isfinite(last["speedup"])
-    spread = np.maximum(
-        last["runtime_exact"] / last["runtime_exact_min"],
-        last["runtime_approx"] / last["runtime_approx_min"],
-    ).where(done)
+    # a DataArray (xarray's __array_ufunc__), which numpy's types cannot say
+    larger = cast(
+        xr.DataArray,
+        np.maximum(
+            last["runtime_exact"] / last["runtime_exact_min"],
+            last["runtime_approx"] / last["runtime_approx_min"],
+        ),
+    )
+    spread = larger.where(done)
     timed = int(done.sum())
     if not timed:
         return float("nan"), float("nan"), 0, 0

@@ -136,7 +136,9 @@ def require_results(path, *, damaged: bool = False) -> dict:
         return {}
     if what is not Found.RESULTS:
         raise StoreError(problem(path, what, reading=True))
-    return attributes(Path(path))
+    attrs = attributes(Path(path))
+    assert attrs is not None, "found read them"
+    return attrs
 
 
 def _metadata(file: Path, node_type: str) -> tuple[dict | None, str]:

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 import zarr
+from zarr.core.metadata import ArrayV3Metadata
 
 from pipeline.results import manifest
 from pipeline.results.base import Schema, kind_of
@@ -62,10 +63,17 @@ def _why(error: Exception) -> str:
     return f"{type(error).__name__}: {text}"[:120]
 
 
+def _dim_names(array: zarr.Array) -> tuple:
+    """The names of ``array``'s dims, () for none (a store's arrays are zarr format 3)."""
+    metadata = array.metadata
+    assert isinstance(metadata, ArrayV3Metadata), "a zarr format 3 array"
+    return tuple(metadata.dimension_names or ())
+
+
 def _where(coordinates: dict[str, zarr.Array], array: zarr.Array, position) -> str:
     """``family=bell, n_states=40``: the coordinates of a chunk along the dims that are
     split one value per chunk."""
-    names = array.metadata.dimension_names or ()
+    names = _dim_names(array)
     labels = []
     for dim, k, chunk in zip(names, position, array.chunks, strict=False):
         if chunk == 1 and dim in coordinates and dim != array.basename:
@@ -153,7 +161,7 @@ def _layout(schema: Schema, readable: dict[str, zarr.Array], present: set[str]) 
     dims = sorted({d for (names, _) in variables.values() for d in names})
     sizes = {d: readable[d].shape[0] for d in dims if d in readable and readable[d].ndim == 1}
     for array in readable.values():
-        for d, n in zip(array.metadata.dimension_names or (), array.shape, strict=False):
+        for d, n in zip(_dim_names(array), array.shape, strict=False):
             sizes.setdefault(d, n)
     problems = {}
     for name in sorted({*variables, *dims}):
@@ -162,7 +170,7 @@ def _layout(schema: Schema, readable: dict[str, zarr.Array], present: set[str]) 
         elif name in readable:
             wanted, dtype = variables.get(name, ((name,), ""))
             array = readable[name]
-            got = tuple(array.metadata.dimension_names or ())
+            got = _dim_names(array)
             shape = tuple(sizes.get(d, n) for d, n in zip(wanted, array.shape, strict=False))
             chunks = (1, 1, *shape[2:]) if name in schema.variables else array.chunks
             if got != wanted:
@@ -238,10 +246,11 @@ def _structure(path: Path) -> tuple[list[Chunk], dict[str, zarr.Array], _Checker
         if problem:
             out.append(Chunk(name, None, error=problem, file=f"{name}/{METADATA}"))
     schema = None if root else _schema(path)
-    for name, why in (_layout(schema, readable, set(present)) if schema else {}).items():
-        readable.pop(name, None)
-        gone = name not in present and name in schema.variables  # its cells are lost
-        out.append(Chunk(name, None, error=why, file=name if gone else f"{name}/{METADATA}"))
+    if schema is not None:
+        for name, why in _layout(schema, readable, set(present)).items():
+            readable.pop(name, None)
+            gone = name not in present and name in schema.variables  # its cells are lost
+            out.append(Chunk(name, None, error=why, file=name if gone else f"{name}/{METADATA}"))
     return out, readable, check
 
 
