@@ -34,7 +34,7 @@ LOST_WORKER_TIMEOUT = "3s"
 """How long a started cluster waits for a lost worker to come back before replacing it."""
 
 
-def tls_settings(ca_file: str, cert: str, key: str | None) -> dict:
+def tls_settings(ca_file: str | Path, cert: str | Path, key: str | Path | None) -> dict:
     """Dask settings that make this process, the scheduler and the workers use TLS with
     these files (absolute paths, so processes started elsewhere find them)."""
 
@@ -146,7 +146,9 @@ def dashboard_link(client: Client, entry) -> str:
     port = client.scheduler_info()["services"].get("dashboard")
     if port is None:
         return "none (the scheduler serves no dashboard)"
-    host = client.scheduler.address.split("://")[-1].rsplit(":", 1)[0]
+    scheduler = client.scheduler
+    assert scheduler is not None and scheduler.address is not None, "a connected client"
+    host = scheduler.address.split("://")[-1].rsplit(":", 1)[0]
     if BACKENDS[entry.kind].starts_scheduler:
         bound = dashboard(entry).rsplit(":", 1)[0]
         host = bound if bound not in ("", "0.0.0.0") else host

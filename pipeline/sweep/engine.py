@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -212,6 +213,7 @@ def _locked(
     with started as client:
         if not known:  # the workers' memory was not known before they ran
             _check_memory(kind, grid, running_worker_memory(client))
+        assert client.scheduler is not None, "a connected client has its scheduler"
         log.info("Dask scheduler: %s", client.scheduler.address)
         log.info("Dask dashboard: %s", dashboard_link(client, cfg.cluster))
         attrs = {"config": public_config(cfg), "start_time": now(), **provenance()}
@@ -237,7 +239,7 @@ def _locked(
     return Outcome(store, kind, failed)
 
 
-def run(overrides: list[str] = (), *, client: Client | None = None) -> xr.Dataset:
+def run(overrides: Sequence[str] = (), *, client: Client | None = None) -> xr.Dataset:
     """The sweep of ``python -m pipeline.sweep <overrides>``, from Python; its results.
 
     The same config composition and validation as the command line (Hydra's compose API

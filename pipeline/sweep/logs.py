@@ -43,8 +43,9 @@ def to_the_log_file() -> Iterator[Path | None]:
         return
     loggers = [logging.getLogger(name) for name in (*DISTRIBUTED_LOGGERS, WARNINGS)] + [CELLS]
     before = [(logger.handlers[:], logger.propagate) for logger in loggers]
+    handlers: list[logging.Handler] = [*files]
     for logger in loggers:
-        logger.handlers, logger.propagate = files, False
+        logger.handlers, logger.propagate = handlers, False
     logging.captureWarnings(True)
     try:
         yield Path(files[0].baseFilename)

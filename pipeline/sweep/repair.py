@@ -34,6 +34,13 @@ def _rendered(dataset: xr.Dataset, encoding: dict) -> zarr.Group:
     return zarr.open_group(memory, mode="r", use_consolidated=False)
 
 
+def zarr_array(group: zarr.Group, name: str) -> zarr.Array:
+    """The array ``name`` of ``group`` (a store's variables and coordinates are arrays)."""
+    found = group[name]
+    assert isinstance(found, zarr.Array), f"{name} is an array"
+    return found
+
+
 def _metadata_bytes(node) -> bytes:
     return node.metadata.to_buffer_dict(default_buffer_prototype())["zarr.json"].to_bytes()
 
@@ -49,7 +56,7 @@ def rebuild_root(path: Path, dataset: xr.Dataset, encoding: dict) -> None:
     )
 
 
-def unfinish(path: Path, pairs: set[tuple[int, int]] | None = None) -> None:
+def unfinish(path: Path, pairs: set[tuple[int, ...]] | None = None) -> None:
     """Mark the cells of ``pairs`` of the first two dims (None: every cell) not done on disk,
     before anything that stands in for their lost values is written: their ``done`` chunk
     files removed (a missing chunk reads as not done), the folders fsynced. A kill at any
@@ -91,7 +98,7 @@ def rebuild_metadata(
     value), whatever interrupts the repair."""
     group = _rendered(dataset, encoding)
     for name in sorted(missing):
-        array = group[name]
+        array = zarr_array(group, name)
         keys = (array.metadata.encode_chunk_key(p) for p in np.ndindex(array.cdata_shape))
         manifest.write(path, {f"{name}/{key}": [] for key in keys}, [name])
     for name in names:
@@ -99,8 +106,8 @@ def rebuild_metadata(
 
 
 def read_chunks(
-    group: zarr.Group, dataset: xr.Dataset, schema: Schema, skip: set[tuple[int, int]]
-) -> tuple[dict[str, np.ndarray], set[tuple[int, int]]]:
+    group: zarr.Group, dataset: xr.Dataset, schema: Schema, skip: set[tuple[int, ...]]
+) -> tuple[dict[str, np.ndarray], set[tuple[int, ...]]]:
     """Every variable of ``schema`` read chunk by chunk (one chunk per pair of the first two
     dims) but the pairs in ``skip``, and the pairs not read (``skip``, and those with a
     chunk that could not be read): those keep the template's missing values (``done``
@@ -112,7 +119,7 @@ def read_chunks(
         if pair in unread:
             continue
         try:
-            chunk = {name: np.asarray(group[name][pair]) for name in schema.variables}
+            chunk = {name: np.asarray(zarr_array(group, name)[pair]) for name in schema.variables}
         except Exception:  # whatever a damaged chunk makes its codecs raise
             unread.add(pair)
             continue
@@ -144,7 +151,7 @@ def settled_manifests(path: Path, damaged: list[Chunk]) -> tuple[manifest.Entrie
     return manifest.settled(entries, path), uncovered | unsettled
 
 
-def pair_names(grid: Grid, pairs: set[tuple[int, int]]) -> str:
+def pair_names(grid: Grid, pairs: set[tuple[int, ...]]) -> str:
     """``family=bell, n_states=40; ...``: pairs of the first two dims, by their coordinates."""
     axes = grid.axes()
     return "; ".join(

@@ -31,6 +31,7 @@ import os
 import shutil
 import warnings
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import xarray as xr
@@ -95,8 +96,8 @@ def template(schema: Schema, grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]
     )
     for name, text in {**schema.coordinates, **grid.long_names()}.items():
         dataset[name].attrs.update(units="1", long_name=text)
-    for name in dataset.variables:
-        encoding.setdefault(name, {"compressors": COMPRESSORS})
+    for variable in dataset.variables:
+        encoding.setdefault(variable, {"compressors": COMPRESSORS})
     return _identify(dataset, grid), encoding
 
 
@@ -206,7 +207,7 @@ class ResultStore:
         self.path, self.schema, self.grid = path, schema, grid
         self.variables: dict[str, Variable] = schema.variables
         self._group, self._arrays = group, arrays
-        self._dirty: set[tuple[int, int]] = set()
+        self._dirty: set[tuple[int, ...]] = set()
         self._entries = entries
         """The manifests of the store's arrays: the chunks as they are on disk."""
         self._behind: set[str] = set()
@@ -215,7 +216,9 @@ class ResultStore:
 
     @property
     def _files(self) -> DurableStore:
-        return self._group.store
+        files = self._group.store
+        assert isinstance(files, DurableStore), "opened on a DurableStore"
+        return files
 
     @staticmethod
     def check(path: Path, schema: Schema, grid: Grid, *, overwrite: bool = False) -> bool:
@@ -247,7 +250,8 @@ class ResultStore:
             return False
         if what is not Found.RESULTS:
             raise ConfigError("store", problem(path, what))
-        stored = zarr.open_group(path, mode="r", use_consolidated=False).attrs["grid"]
+        # the fingerprint this pipeline writes: a str
+        stored = cast(str, zarr.open_group(path, mode="r", use_consolidated=False).attrs["grid"])
         if stored == grid.fingerprint() or grid.grows(json.loads(stored)):
             if overwrite:
                 _refuse_to_discard(path)
@@ -341,7 +345,11 @@ class ResultStore:
                 ),
             )
         damaged = [c for c in damage(path) if c.position is not None]
-        skip = {c.position[:2] for c in damaged if c.array in schema.variables}
+        skip = {
+            c.position[:2]
+            for c in damaged
+            if c.position is not None and c.array in schema.variables
+        }
         repair.unfinish(path, skip)
         repair.clear_chunk_paths(path, damaged)
         group = zarr.open_group(store=DurableStore(path), mode="r+", use_consolidated=False)
@@ -364,7 +372,7 @@ class ResultStore:
         coordinates = {c.array for c in damaged if c.array in dataset} - set(schema.variables)
         coordinates |= set(broken) - set(schema.variables)
         for name in sorted(coordinates):
-            group[name][...] = dataset[name].values
+            repair.zarr_array(group, name)[...] = dataset[name].values
             log.warning("%s: %s could not be read; rewritten from the grid", path, name)
         store._dirty = unread  # rewritten at once, not done (``repair.unfinish``)
         store.flush()
@@ -437,7 +445,7 @@ class ResultStore:
             try:
                 for pair in sorted(self._dirty):
                     for name in self.variables:
-                        self._group[name][pair] = self._arrays[name][pair]
+                        repair.zarr_array(self._group, name)[pair] = self._arrays[name][pair]
                 self._commit()
             except BaseException:
                 self._files.discard()
@@ -469,7 +477,7 @@ class ResultStore:
         before the list counted its runs: that count opens the list."""
         runs = self._group.attrs.get("runs", [])
         if not isinstance(runs, list):
-            runs = [{"earlier_runs": int(runs)}]
+            runs = [{"earlier_runs": int(cast(int, runs))}]  # a count, before the list
         self.update_attrs(runs=[*runs, run])
 
     def update_attrs(self, **attrs) -> None:

@@ -41,6 +41,7 @@ import numba
 from threadpoolctl import ThreadpoolController
 
 Result = TypeVar("Result")
+Name = TypeVar("Name", bound=Hashable)
 
 LONG_CALL = 10.0
 """Seconds: a warm-up call at least this long is kept as its run's first timed call."""
@@ -70,7 +71,7 @@ class Timing:
     enabled: bool = True
     """False: nothing is timed (``rounds`` returns no runs)."""
 
-    def rounds(self, runs: Mapping[Hashable, Callable[[], Result]]) -> dict[Hashable, list]:
+    def rounds(self, runs: Mapping[Name, Callable[[], Result]]) -> dict[Name, list[Result]]:
         """Each of ``runs`` called once untimed (``_warm_up``), then once per round (in
         order on even rounds, reversed on odd ones); what each returned, in round order.
         With timing off, no call."""
@@ -98,7 +99,8 @@ class Timing:
             yield
             return
         before = numba.get_num_threads()
-        numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
+        # numba's config sets its attributes when it reads the environment: no stub has them
+        numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
         try:
             with _threadpools().limit(limits=self.threads, user_api="blas"):
                 yield
@@ -107,13 +109,13 @@ class Timing:
 
 
 def _warm_up(
-    runs: Mapping[Hashable, Callable[[], Result]],
-) -> tuple[dict[Hashable, list], float]:
+    runs: Mapping[Name, Callable[[], Result]],
+) -> tuple[dict[Name, list[Result]], float]:
     """Each of ``runs`` called once, in order, untimed: name -> ``[]``, or the call's
     result where it took at least ``LONG_CALL`` seconds (its first timed call); and the
     seconds of the calls not kept. A result not kept is dropped before the next call, so
     a warm-up holds no more memory than the timed calls do."""
-    found: dict[Hashable, list] = {}
+    found: dict[Name, list[Result]] = {}
     untimed = 0.0
     for name, run in runs.items():
         start = time.perf_counter()

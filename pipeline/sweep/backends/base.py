@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from distributed import Client, Security
+from distributed.deploy import Cluster
 from omegaconf import OmegaConf
 from tornado.ioloop import PeriodicCallback
 
@@ -114,7 +115,7 @@ def why(error: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _kept(cluster, resize: Callable[[], object]) -> Iterator[None]:
+def _kept(cluster, resize: Callable[[], None]) -> Iterator[None]:
     """Scale ``cluster`` back to its size every ``KEEP_SECONDS`` (on its event loop), until
     the block ends: stopped before the cluster closes, so closing never races a new worker."""
     callback = PeriodicCallback(resize, KEEP_SECONDS * 1000)
@@ -153,7 +154,7 @@ class Backend:
         the running cluster can tell."""
         return None
 
-    def start(self, entry, security: Security | None) -> tuple[object, Callable[[], object]]:
+    def start(self, entry, security: Security | None) -> tuple[Cluster, Callable[[], None]]:
         """A new cluster for ``entry`` and how to scale it back to its size."""
         raise NotImplementedError
 

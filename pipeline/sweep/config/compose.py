@@ -50,8 +50,8 @@ def register(clusters: dict[str, object] | None = None) -> None:
     for name, kind in installed().items():
         node = {"kind": name, **({kind.SECTION: {}} if kind.SECTION else {})}
         store.store(group="kind", name=name, node=node, package="_global_")
-    for name, node in (clusters if clusters is not None else load_clusters()).items():
-        store.store(group="cluster", name=name, node=node)
+    for name, entry in (clusters if clusters is not None else load_clusters()).items():
+        store.store(group="cluster", name=name, node=entry)
 
 
 USER_CONFIG = "PIPELINE_CONFIG_DIR"

@@ -46,7 +46,9 @@ def field_docs(cls: type) -> dict[str, str]:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError):  # made at run time (a family's parameters): none
         return {}
-    body = tree.body[0].body
+    definition = tree.body[0]
+    assert isinstance(definition, ast.ClassDef), "the source of a class"
+    body = definition.body
     found = {}
     for node, after in itertools.pairwise(body):
         if (
@@ -78,7 +80,8 @@ def parameter_docs(function) -> dict[str, dict[str, str]]:
     )
     section = [] if header is None else list(itertools.takewhile(str.strip, lines[header + 2 :]))
     found = {}
-    names, spec, meaning = [], "", []
+    names: list[str] = []
+    spec, meaning = "", []
     for line in [*section, ""]:  # an entry's head, then its indented meaning
         if line[:1].isspace():
             meaning.append(line.strip())
@@ -168,13 +171,15 @@ def keys(schema: type, prefix: str = "", chosen: dict[str, str] | None = None) -
         name = f"{prefix}{field.name}"
         default = _default(field)
         nested = typing.get_args(hints[field.name]) or (hints[field.name],)
-        inner = next((t for t in nested if dataclasses.is_dataclass(t)), None)
+        inner: type | None = next(
+            (t for t in nested if isinstance(t, type) and dataclasses.is_dataclass(t)), None
+        )
         if dataclasses.is_dataclass(default):
             inner = type(default)
         if inner is not None:
             found += keys(inner, f"{name}.")
             continue
-        if default == MISSING and name in (chosen or {}):
+        if default == MISSING and chosen and name in chosen:
             default = chosen[name]
         meaning = field.metadata.get("doc") or docs.get(field.name, "")
         allowed = _allowed(field, hints[field.name])

@@ -162,7 +162,7 @@ def sweep_config() -> type:
     for name, kind in installed().items():
         if kind.SECTION is not None:
             doc = f"The settings of a ``kind={name}`` sweep (null for any other kind)."
-            optional = Optional[kind.CONFIG]  # noqa: UP045 - OmegaConf needs typing.Optional
+            optional = _optional(kind.CONFIG | None)
             sections.append((kind.SECTION, optional, field(default=None, metadata={"doc": doc})))
     return make_dataclass("SweepConfig", sections, bases=(SweepConfig,))
 
@@ -180,8 +180,9 @@ def model_config() -> type:
             fields.append((family, cls, field(default_factory=cls)))
         else:
             doc = f"The keyword parameters of the plug-in family {family!r} (unset: its defaults)."
-            plugin = field(default_factory=dict, metadata={"doc": doc})
-            fields.append((family, dict[str, Any], plugin))
+            fields.append(
+                (family, dict[str, Any], field(default_factory=dict, metadata={"doc": doc}))
+            )
     return make_dataclass("ModelConfig", fields)
 
 

@@ -54,10 +54,10 @@ def check_keys(node: DictConfig, prefix: str = "") -> None:
         allowed = [item.name for item in dataclasses.fields(schema)]
         for name in node:
             if name not in allowed:
-                raise unknown_key(f"{prefix}{name}", allowed)
+                raise unknown_key(f"{prefix}{name!s}", allowed)
     for name, value in node.items_ex(resolve=False):
         if isinstance(value, DictConfig) and OmegaConf.get_type(value) is not None:
-            check_keys(value, f"{prefix}{name}.")  # null: the section of a kind not chosen
+            check_keys(value, f"{prefix}{name!s}.")  # null: the section of a kind not chosen
 
 
 INT64 = (-(2**63), 2**63 - 1)
@@ -173,7 +173,7 @@ def _element_types(hint) -> tuple:
 def _dataclass(hint) -> type | None:
     """The dataclass ``hint`` is, or is optionally; else None."""
     for candidate in (hint, *_element_types(hint)):
-        if dataclasses.is_dataclass(candidate):
+        if isinstance(candidate, type) and dataclasses.is_dataclass(candidate):
             return candidate
     return None
 

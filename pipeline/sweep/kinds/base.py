@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 import json
 import typing
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 import xarray as xr
@@ -68,9 +69,9 @@ class Grid:
     against, and which cells exist over any of the dims (``in_grid``).
     """
 
-    Cell: ClassVar[type]
+    Cell: ClassVar[type[NamedTuple]]
 
-    def axes(self) -> dict[str, tuple]:
+    def axes(self) -> dict[str, Sequence]:
         raise NotImplementedError
 
     def cells(self) -> list:
@@ -172,6 +173,7 @@ class SweepKind(Protocol):
 
     SCHEMA: Schema
     SECTION: str | None
+    CONFIG: type  # where SECTION is set
 
     def validate(self, cfg) -> None: ...
 

@@ -13,6 +13,7 @@ map of the largest count; ``pipeline.hmmlm.feature_maps``). The store keeps what
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -61,7 +62,7 @@ class FeaturesGrid(Grid):
 
     Cell = FeaturesCell
 
-    def axes(self) -> dict[str, tuple]:
+    def axes(self) -> dict[str, Sequence]:
         return {
             "n_states": self.n_states,
             "temperature": self.temperatures,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import isqrt
 from pathlib import Path
@@ -85,7 +86,7 @@ class CoupledGrid(Grid):
         """What ``model``'s cells observe: every setting for the family, chain symbols for specs."""
         return self.observe if model == FAMILY else ("chain",)
 
-    def axes(self) -> dict[str, tuple]:
+    def axes(self) -> dict[str, Sequence]:
         return {
             "model": self.models,
             "chains": self.chains,

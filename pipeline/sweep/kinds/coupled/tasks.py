@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -144,7 +146,8 @@ def compare(
     (T, k), timed in rounds by ``timing``: variable name -> value (arrays over ``p`` and
     ``t`` where the variable has them; a runtime is the median over rounds)."""
     kw = {"tolerance": tolerance, "max_iterations": max_iterations}
-    runs = {
+    # each method's run: results of different types, each read by its name below
+    runs: dict[str | tuple[str, int], Callable[[], Any]] = {
         "mean_field_filter": lambda: meanfield.filtering(model, observations, **kw),
         "mean_field": lambda: meanfield.smoothing(model, observations, **kw),
         "viterbi": lambda: chainwise_viterbi(model, observations, max_iterations=max_iterations),
@@ -157,10 +160,10 @@ def compare(
             "exact": lambda: joint.smoothing(model, observations, operator),
             "exact_viterbi": lambda: joint.viterbi(model, observations, operator),
             "exact_joint": lambda: filtering(hmm, observations),
-            **{
-                ("topp", k): functools.partial(filtering, a.hmm, observations)
-                for k, a in enumerate(approximations)
-            },
+        }
+        runs |= {
+            ("topp", k): functools.partial(filtering, a.hmm, observations)
+            for k, a in enumerate(approximations)
         }
     rounds = timing.rounds({name: clocked(run) for name, run in runs.items()})
     first = {name: found[0][0] for name, found in rounds.items()}

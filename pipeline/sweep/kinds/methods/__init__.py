@@ -14,7 +14,7 @@ import typing
 from pathlib import Path
 
 from distributed import Client, Future
-from distributed.worker_memory import parse_memory_limit
+from distributed.system import MEMORY_LIMIT
 
 from pipeline.methods import METHODS, PluginError
 from pipeline.models import FAMILIES, ParameterError, check_model, verify_model
@@ -169,7 +169,7 @@ def check_memory(grid: MethodsGrid, limit: int) -> None:
 
 def _bigger(limit: int, needed: float) -> str:
     """The advice to use this machine's whole memory, where that is enough."""
-    machine = parse_memory_limit("auto", 1, 1, logger=None)
+    machine = MEMORY_LIMIT
     if limit < needed <= machine:
         return f"give one worker this machine's {machine / 2**30:.1f} GiB (cluster=machine), "
     return ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import operator
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -83,9 +84,10 @@ def family_sizes(grid, params: dict) -> dict[str, list[int]]:
         return found
     if sizes is None:
         fixed = {family: _fixed_size(family, params) for family in grid.families}
-        if None in fixed.values():
+        found = {family: [size] for family, size in fixed.items() if size is not None}
+        if len(found) < len(fixed):
             raise ConfigError("grid.n_states", f"is not set; allowed: {allowed}")
-        return {family: [size] for family, size in fixed.items()}
+        return found
     if isinstance(sizes, typing.Sequence) and not isinstance(sizes, str):
         return {family: list(sizes) for family in grid.families}
     raise ConfigError("grid.n_states", f"{sizes!r} is not allowed; allowed: {allowed}")
@@ -198,7 +200,7 @@ class MethodsGrid(Grid):
     def setting(self) -> tuple[float, ...]:
         return tuple(sorted({s for settings in self.settings.values() for s in settings}))
 
-    def axes(self) -> dict[str, tuple]:
+    def axes(self) -> dict[str, Sequence]:
         return {
             "family": self.families,
             "n_states": self.n_states,
@@ -213,8 +215,8 @@ class MethodsGrid(Grid):
         meanings = ", ".join(f"{m}: {METHODS[m].SETTING}" for m in self.methods)
         return {"setting": f"the method's setting ({meanings})"}
 
-    def cells(self) -> list[Cell]:
-        """Every cell, models in the order they will be built."""
+    def cells(self) -> list[tuple]:
+        """Every cell (a ``Cell``), models in the order they will be built."""
         return [
             Cell(family, n, method, setting, seed, mode)
             for family in self.families

@@ -180,9 +180,10 @@ def timing_estimate(
     each of ``variants`` (method, setting) side by side, and one run's beliefs and
     likelihoods (its runs follow one another)."""
     found = [_model_and_approximation(family, n_states, params, m, s) for m, s in variants]
-    if not found or any(f is None for f in found):
+    sizes = [f for f in found if f is not None]
+    if not sizes or len(sizes) < len(found):
         return 0
-    held = found[0][0] + sum(approximation for _, approximation in found)
+    held = sizes[0][0] + sum(approximation for _, approximation in sizes)
     runs = max(run_bytes(m, steps, n_states) + likelihood_bytes(m, steps, n_states) for m in modes)
     return int(WORKER_BYTES + held + runs)
 

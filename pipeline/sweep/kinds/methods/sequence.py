@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 
 import numpy as np
 
-from pipeline.inference import path_log_probability, smoothing_chunks, viterbi
+from pipeline.inference import ViterbiResult, path_log_probability, smoothing_chunks, viterbi
 from pipeline.inference.smoother import checkpoint_steps
 from pipeline.methods import Approximation
 from pipeline.metrics import total_variation
@@ -168,6 +168,7 @@ def decode_measures(
         return _nothing(tv=np.full(steps, np.nan))
     with threads():
         approx = viterbi(approximation.hmm, exact.observations)
+    assert isinstance(approx, ViterbiResult), "one sequence's"
     zero = approx.zero_evidence.size
     if exact.path is None:
         return _nothing(tv=np.full(steps, np.nan), zero_evidence=zero)

@@ -29,7 +29,7 @@ class SpilledHistory:
     on the machine ``host``. Only the object ``Spill.close`` returns removes the file: a
     copy sent to another process does not."""
 
-    def __init__(self, path: str, shape: tuple[int, int], host: str):
+    def __init__(self, path: str, shape: tuple[int, ...], host: str):
         self.path, self.shape, self.host = path, tuple(shape), host
 
     @property
@@ -56,7 +56,7 @@ class SpilledHistory:
 class Reader:
     """Rows of an open ``SpilledHistory``."""
 
-    def __init__(self, file, shape: tuple[int, int]):
+    def __init__(self, file, shape: tuple[int, ...]):
         self.file, self.shape = file, shape
 
     def rows(self, start: int, stop: int) -> np.ndarray:
@@ -126,11 +126,13 @@ class Spill:
         except OSError:
             self._discard()
             return None
+        assert self.path is not None, "a file has its path"
         history = SpilledHistory(self.path, self.shape, socket.gethostname())
         weakref.finalize(history, _remove, self.path)
         return history
 
     def _discard(self) -> None:
+        assert self.file is not None and self.path is not None, "only a file is discarded"
         with contextlib.suppress(OSError):
             self.file.close()
         _remove(self.path)

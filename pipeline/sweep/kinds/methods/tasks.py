@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from pipeline.inference import filtering, filtering_chunks
+from pipeline.inference import FilterResult, filtering, filtering_chunks
 from pipeline.methods import Approximation, approximate
 from pipeline.metrics import (
     doeblin_lower_bound,
@@ -162,6 +162,7 @@ def reference(
         return Reference(observed, states, history, log_evidence, run)
     if chunk >= observed.size:
         result = filtering(model.hmm, observed)
+        assert isinstance(result, FilterResult), "one sequence's"
         return Reference(observed, states, result.beliefs, result.log_evidence, run)
     spill = spilled.Spill((observed.size, n))
     for part in filtering_chunks(model.hmm, observed, chunk=chunk):
@@ -252,7 +253,8 @@ def _accuracy(model: Model, approximation: Approximation, exact: Reference, timi
     T = hmm.transition
     chunk = history_steps(observed.size, hmm.n_states)
     approx = filtering_chunks(hmm, observed, chunk=chunk, prune=approximation.prune)
-    tv, errors, work = [], [], []
+    tv, errors = [], []
+    work: list[int] = []
     log_evidence, zero_evidence, previous, last = exact.log_evidence, 0, None, None
     with _exact_chunks(model, exact, chunk) as exacts:
         while True:
@@ -279,6 +281,7 @@ def _accuracy(model: Model, approximation: Approximation, exact: Reference, timi
             work.extend(step_work(T, row != 0) for row in before)
             zero_evidence += int(part.zero.sum())
             previous, last = part.beliefs[-1].copy(), part
+    assert last is not None, "at least one step"
     return Accuracy(
         np.concatenate(tv),
         np.concatenate(errors),

@@ -7,7 +7,8 @@ own. The accuracy of a cell is ``tasks``'s: this module only times.
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -65,7 +66,7 @@ def timed_runs(
     run in ``mode`` (``sequence.runs``); the exact run where none is (``exact.run`` false)
     or nothing else is timed."""
     run = _runner(mode, exact.observations)
-    runs = {
+    runs: dict[str | tuple[str, float], Callable[[], np.ndarray]] = {
         key: functools.partial(run, done.approximation.hmm, done.approximation.prune)
         for key, done in zip(which, built, strict=True)
         if isinstance(done, tasks.Built)
@@ -74,4 +75,6 @@ def timed_runs(
     if runs and exact.run:
         runs = {"exact": functools.partial(run, model.hmm, 1.0), **runs}
     found = {key: np.array(times) for key, times in timing.rounds(runs).items() if times}
-    return Timed(found.pop("exact", None), found)
+    exact_times = found.pop("exact", None)
+    # the rest are keyed (method, setting)
+    return Timed(exact_times, cast(dict[tuple[str, float], np.ndarray], found))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dask import delayed
+from dask.delayed import Delayed
 from distributed import Client, Future
 
 from pipeline import corpus as corpora
@@ -151,7 +152,8 @@ def submit(
 ) -> dict[Future, list[TrainingCell]]:
     """One task per cell, a grown cell's after its parent's (``training.grow``); the future
     of each and the cells it computes."""
-    folder, tasks = models_folder(store), {}
+    folder = models_folder(store)
+    tasks: dict[TrainingCell, Delayed] = {}
     for cell in sorted(cells, key=lambda c: c.n_states):  # every parent before its children
         parent = tasks.get(cell._replace(n_states=grown_from(cell, grid.settings, grid.n_states)))
         tasks[cell] = delayed(train_cell)(

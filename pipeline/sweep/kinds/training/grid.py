@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -66,7 +67,7 @@ class TrainingGrid(Grid):
 
     Cell = TrainingCell
 
-    def axes(self) -> dict[str, tuple]:
+    def axes(self) -> dict[str, Sequence]:
         return {
             "n_states": self.n_states,
             "parameterisation": self.parameterisations,

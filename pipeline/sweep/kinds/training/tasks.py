@@ -12,7 +12,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from pipeline.hmmlm import clusters, data, ngram, saved
-from pipeline.hmmlm.parameters import initial, parse, transition_matrix
+from pipeline.hmmlm.parameters import Kernel, initial, parse, transition_matrix
 from pipeline.hmmlm.split import split
 from pipeline.hmmlm.train import Schedule, perplexity, train
 from pipeline.operators import toarray
@@ -162,7 +162,8 @@ def train_cell(
     ``n_states`` is the grid's (a grown cell's parent is in it); ``after``: the tasks this
     one waits for (its parent's, unused)."""
     threads = settings.threads
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    # numba's config sets its attributes when it reads the environment: no stub has them
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     with threadpool_limits(limits=threads, user_api="blas"):
         return _train_cell(cell, settings, models, n_states)
 
@@ -206,7 +207,7 @@ def _train_cell(
     test_perplexity, seconds = once(lambda: perplexity(p, common.test, blocks))
     length = settings.max_epochs + 1
     leaves = [p.prior, p.emission, *p.transition]
-    features = p.transition.W.shape[0] if hasattr(p.transition, "W") else 0
+    features = p.transition.W.shape[0] if isinstance(p.transition, Kernel) else 0
     return {
         "perplexity": _padded(result.perplexity, length),
         "epoch_seconds": _padded(result.epoch_seconds, length, head=np.nan),
