@@ -183,8 +183,9 @@ def _conjuncts(value, label: str) -> list[str]:
 class _Reader:
     """The spec's types, domains and predicates, and readers of its atoms and rules."""
 
-    state: Signature  # the chain's state predicate and its symbol's, once ``compile_spec``
-    symbol: Signature  # has read them
+    # the chain's state and symbol predicates, set by ``compile_spec`` once it has read them
+    state: Signature
+    symbol: Signature
 
     def __init__(self, spec: Mapping, domain: Mapping | None):
         types = spec.get("types")
