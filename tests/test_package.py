@@ -76,6 +76,7 @@ def test_an_installed_package_sweeps_and_reports_from_anywhere(installed, tmp_pa
         str(package / "conf"),
         str(package / "dask_cluster.yaml"),
     ], where.stderr
+    assert (package / "py.typed").is_file()  # a type checker reads the package's annotations
     version = _run("-m", "pipeline.sweep", "--version", cwd=tmp_path, site=installed)
     assert version.stdout.strip() == f"pipeline {_version()}", version.stderr
     swept = _run(
