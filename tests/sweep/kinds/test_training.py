@@ -1,5 +1,7 @@
 """The training sweep (HMM LMs): its config errors, one real run with resume, its report."""
 
+import logging
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -11,18 +13,17 @@ from pipeline.hmmlm.saved import load
 from pipeline.methods import approximate
 from pipeline.models import build_model
 from pipeline.operators import LowRank, toarray
+from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds import training, validate
 from pipeline.sweep.kinds.training.grid import TrainingCell
 from pipeline.sweep.kinds.training.tasks import model_file, train_cell
 
 from helpers import assert_warmup_attributes, corpus_folder
-from sweeping import composed, sweep
+from sweeping import composed
 
 SMOKE = [
     "experiment=lm_smoke",
-    "cluster.dashboard_address=:0",
-    "cluster.n_workers=2",
     "training.max_states.softmax=16",  # the 32-state softmax is left out
 ]
 
@@ -148,11 +149,11 @@ def test_a_cell_trains_and_measures(tmp_path):
     assert values["training_bytes"] > 4 * 4 * values["stored_parameters"]  # float32: x, m, v, best
 
 
-def test_lm_smoke_runs_resumes_and_reports(tmp_path):
-    first = sweep(*SMOKE, cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
-    assert "5 cells to compute, 0 already done" in first.stderr
-    path = tmp_path / "outputs" / "lm_smoke" / "results.zarr"
+def test_lm_smoke_runs_resumes_and_reports(client, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="pipeline.sweep")
+    path = tmp_path / "results.zarr"
+    run([*SMOKE, f"store={path}"], client=client)
+    assert "5 cells to compute, 0 already done" in caplog.text
     ds = xr.open_zarr(path).load()
     assert dict(ds.sizes) == {
         "n_states": 2,
@@ -188,11 +189,10 @@ def test_lm_smoke_runs_resumes_and_reports(tmp_path):
     assert ds["perplexity"].attrs["long_name"].startswith("validation perplexity")
     assert ds["epoch_seconds"].attrs["units"] == "s"
     assert_warmup_attributes(ds, training.SCHEMA)
-    again = sweep(*SMOKE, cwd=tmp_path)
-    assert again.returncode == 0 and "0 cells to compute, 5 already done" in again.stderr
-    models = sorted(
-        p.name for p in (tmp_path / "outputs" / "lm_smoke" / "results_models").iterdir()
-    )
+    caplog.clear()
+    run([*SMOKE, f"store={path}"], client=client)
+    assert "0 cells to compute, 5 already done" in caplog.text
+    models = sorted(p.name for p in (tmp_path / "results_models").iterdir())
     assert models[0] == "16-banded_kernel_4-0.npz" and len(models) == 5
     report = analyze(path, tmp_path / "report").report
     text = report.read_text()
