@@ -1,3 +1,5 @@
+import contextlib
+import io
 import warnings
 
 import numpy as np
@@ -45,13 +47,22 @@ FIGURES = (
 )
 
 
-def test_analysis_of_a_smoke_store(smoke, tmp_path):
-    written = analyze(smoke[0], tmp_path / "out")
-    assert written.report == tmp_path / "out" / "report.md"
-    assert all(figure.is_file() for figure in written.figures)
-    text = written.report.read_text()
+@pytest.fixture(scope="module")
+def smoke_report(smoke, tmp_path_factory):
+    """The smoke store's report, written once by ``python -m pipeline.analyze <store> --out
+    <folder>`` run in this process: (folder, exit code, what it printed)."""
+    out, printed = tmp_path_factory.mktemp("report"), io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main([str(smoke[0]), "--out", str(out)])
+    return out, code, printed.getvalue()
+
+
+def test_analysis_of_a_smoke_store(smoke_report):
+    out, _, _ = smoke_report
+    assert sorted(p.name for p in out.iterdir()) == sorted(["report.md", *FIGURES])
+    text = (out / "report.md").read_text()
     for name in FIGURES:
-        image = imread(tmp_path / "out" / name)
+        image = imread(out / name)
         assert image.shape[0] > 200 and image.shape[1] > 400
         assert np.ptp(image[..., :3]) > 0.5  # something is drawn
         assert f"![{name}]({name})" in text
@@ -73,9 +84,9 @@ def test_analysis_of_a_smoke_store(smoke, tmp_path):
     assert "- bell: " in fronts and "- dirichlet: " in fronts
 
 
-def test_command_line(smoke, tmp_path, capsys):
-    assert main([str(smoke[0]), "--out", str(tmp_path / "r")]) == 0
-    assert "report:" in capsys.readouterr().out
+def test_command_line(smoke, smoke_report, tmp_path, capsys):
+    out, code, printed = smoke_report
+    assert code == 0 and printed == f"report: {out / 'report.md'}\n"
     foreign = tmp_path / "foreign.zarr"
     zarr.open_group(foreign, mode="w").create_array("x", shape=(2,), dtype="f8")
     for path, line in [
@@ -84,7 +95,7 @@ def test_command_line(smoke, tmp_path, capsys):
             "does not exist; run its sweep first, or give the path of a sweep's results store",
         ),
         (
-            tmp_path / "r",
+            out,
             "is a directory but no zarr store; give the path of a sweep's results store",
         ),
         (
