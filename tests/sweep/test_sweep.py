@@ -1,5 +1,6 @@
 """The sweep end to end: a real LocalCluster with worker processes, read back with plain xarray."""
 
+import logging
 import re
 import urllib.request
 
@@ -128,12 +129,13 @@ def test_metrics_are_consistent(smoke):
     assert bool(pruning.tv.isnull().all()) and int(pruning.repeats.max()) == 0
 
 
-def test_rerun_computes_nothing(smoke, tmp_path):
+def test_rerun_computes_nothing(smoke, client, caplog, capsys):
     path, _ = smoke
-    again = sweep(*TINY, f"store={path}", cwd=tmp_path)
-    assert again.returncode == 0, again.stderr
-    assert "0 cells to compute, 288 already done" in again.stderr
-    assert "nothing left to do: every cell of" in again.stderr and "cells/s" not in again.stderr
+    caplog.set_level(logging.INFO, logger="pipeline.sweep")
+    run([*TINY, f"store={path}"], client=client)
+    assert "0 cells to compute, 288 already done" in caplog.text
+    assert "nothing left to do: every cell of" in caplog.text
+    assert "cells/s" not in capsys.readouterr().err  # no progress line
     runs = xr.open_zarr(path).attrs["runs"]  # each run's provenance, the first's and this
     assert len(runs) == 2 and runs[0]["start_time"] <= runs[1]["start_time"]
     assert all({"config", "git_commit", "workers", "versions"} <= set(run) for run in runs)
@@ -208,34 +210,42 @@ def test_deterministic_failures_are_reported_once_not_retried_and_the_rest_goes_
     assert sum(log.read_text().count("failed: ValueError: the failing") for log in logs) == 4
 
 
-def test_hydra_multirun_gives_each_job_its_own_store(tmp_path):
-    result = sweep("-m", *TINY, "grid.families=[bell]", "grid.horizon=3,4", cwd=tmp_path)
+TOKEN = "Zq9xW2vR7tLm4Kp8-0022"
+"""A secret given on a multirun's command line for its jobs' environment."""
+
+
+@pytest.fixture(scope="module")
+def multirun(tmp_path_factory):
+    """A Hydra multirun of two jobs (horizons 3 and 4) with ``TOKEN`` for their
+    environment: (its folder, the completed process)."""
+    cwd = tmp_path_factory.mktemp("multirun")
+    grid = ["grid.families=[bell]", "grid.n_states=[20]", "grid.seeds=[0]", "grid.modes=[predict]"]
+    overrides = [*grid, "grid.methods={topp:[0.5]}", "grid.horizon=3,4"]
+    secret = f"+hydra.job.env_set.API_TOKEN={TOKEN}"
+    return cwd, sweep("-m", *TINY, *overrides, secret, cwd=cwd)
+
+
+@pytest.mark.slow
+def test_hydra_multirun_gives_each_job_its_own_store(multirun):
+    cwd, result = multirun
     assert result.returncode == 0, result.stderr
-    stores = sorted((tmp_path / "outputs" / "multirun").glob("*/*/results.zarr"))
+    stores = sorted((cwd / "outputs" / "multirun").glob("*/*/results.zarr"))
     assert [xr.open_zarr(s).sizes["t"] for s in stores] == [4, 5]
 
 
-def test_no_file_of_a_multirun_holds_a_secret_of_its_command_line(tmp_path):
-    """Hydra's record of the multirun (multirun.yaml), the job's log and store: none holds a
-    token given for the jobs' environment; the job runs with its methods replaced, as a run's
-    are."""
-    token = "Zq9xW2vR7tLm4Kp8-0022"
-    grid = ["grid.families=[bell]", "grid.n_states=[20]", "grid.seeds=[0]", "grid.modes=[predict]"]
-    result = sweep(
-        "-m",
-        *TINY,
-        *grid,
-        "grid.methods={topp:[0.5]}",
-        f"+hydra.job.env_set.API_TOKEN={token}",
-        cwd=tmp_path,
-    )
+@pytest.mark.slow
+def test_no_file_of_a_multirun_holds_a_secret_of_its_command_line(multirun):
+    """Hydra's record of the multirun (multirun.yaml), the jobs' logs and stores: none holds
+    a token given for the jobs' environment; each job runs with its methods replaced, as a
+    run's are."""
+    cwd, result = multirun
     assert result.returncode == 0, result.stderr
-    files = [path for path in tmp_path.rglob("*") if path.is_file()]
-    assert len(files) > 10 and not [p for p in files if token.encode() in p.read_bytes()]
-    (record,) = tmp_path.glob("outputs/multirun/*/multirun.yaml")
+    files = [path for path in cwd.rglob("*") if path.is_file()]
+    assert len(files) > 10 and not [p for p in files if TOKEN.encode() in p.read_bytes()]
+    (record,) = cwd.glob("outputs/multirun/*/multirun.yaml")
     assert not record.is_symlink() and "API_TOKEN: <redacted>" in record.read_text()
-    (store,) = tmp_path.glob("outputs/multirun/*/0/results.zarr")
-    assert list(xr.open_zarr(store).method.values) == ["topp"]
+    stores = sorted(cwd.glob("outputs/multirun/*/*/results.zarr"))
+    assert len(stores) == 2 and all(list(xr.open_zarr(s).method.values) == ["topp"] for s in stores)
 
 
 def test_fine_grained_graph_equals_fused_tasks(smoke, client, tmp_path):
