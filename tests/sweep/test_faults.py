@@ -1,5 +1,6 @@
 """Dead workers and killed sweeps lose no finished result."""
 
+import logging
 import re
 import socket
 import subprocess
@@ -25,10 +26,15 @@ from sweeping import (
     wait_for,
 )
 
-SLOW = ["timing.min_seconds=0.25", "grid.families=[bell,uniform]", "grid.modes=[predict,filter]"]
-"""Two families and two modes, every cell timing runs for at least 0.25 s: long enough to
-interrupt."""
-TOTAL = 96
+SLOW = [
+    "timing.min_seconds=0.25",
+    "grid.families=[bell]",
+    "grid.modes=[predict,filter]",
+    "flush_seconds=0.5",
+]
+"""One family and two modes, every cell's timing runs for at least 0.25 s and finished cells
+flushed twice a second: a store to read while the sweep runs, long enough to interrupt."""
+TOTAL = 48
 
 
 def _recipe() -> tuple[list[list[str]], list[str]]:
@@ -86,7 +92,10 @@ def test_a_worker_killed_mid_sweep_on_a_cluster_started_as_the_docs_say(tmp_path
             kill_group(process)
 
 
-def test_a_killed_sweep_resumes_to_the_uninterrupted_result(client, tmp_path):
+def test_a_killed_sweep_resumes_to_the_uninterrupted_result(client, tmp_path, caplog):
+    """The sweep killed from outside with its workers, then resumed (in this process, on the
+    shared cluster): the cells it finished are kept, the others computed, the values those
+    of a sweep never interrupted."""
     whole = ["experiment=smoke", *SLOW[1:], f"store={tmp_path / 'w.zarr'}"]
     expected = run(whole, client=client).load()
 
@@ -97,10 +106,10 @@ def test_a_killed_sweep_resumes_to_the_uninterrupted_result(client, tmp_path):
     survived = done_count(store)
     assert 6 <= survived < TOTAL and interrupted.poll() is not None
 
-    again = sweep(*TINY, *SLOW, "store=resumed.zarr", cwd=tmp_path)
-    assert again.returncode == 0, again.stderr
+    caplog.set_level(logging.INFO, logger="pipeline.sweep")
+    run(["experiment=smoke", *SLOW, f"store={store}"], client=client)
     computed, already = map(
-        int, re.search(r"(\d+) cells to compute, (\d+) already done", again.stderr).groups()
+        int, re.search(r"(\d+) cells to compute, (\d+) already done", caplog.text).groups()
     )
     assert already == survived and computed == TOTAL - survived
 
@@ -113,8 +122,9 @@ def test_a_killed_sweep_resumes_to_the_uninterrupted_result(client, tmp_path):
 
 def test_two_sweeps_started_together_on_one_store(tmp_path):
     """One runs; the other stops at once with the lock line; the store ends sound and whole."""
-    slow = "timing.min_seconds=0.25"  # the first still runs when the second starts
-    runs = [start_sweep(*TINY, slow, "store=shared.zarr", cwd=tmp_path) for _ in range(2)]
+    # the first still runs when the second starts: 48 cells, 8 timings of 0.5 s
+    slow = ["timing.min_seconds=0.5", "grid.families=[bell]", "grid.n_states=[20]"]
+    runs = [start_sweep(*TINY, *slow, "store=shared.zarr", cwd=tmp_path) for _ in range(2)]
     outcomes = [(process.wait(timeout=240), process.stderr.read()) for process in runs]
     for process in runs:
         process.stdout.close()
@@ -129,7 +139,7 @@ def test_two_sweeps_started_together_on_one_store(tmp_path):
         refused.strip().splitlines()[-1],
     ), refused
     assert "Dask scheduler" not in refused  # stopped before any cluster started
-    assert done_count(store) == 288 and not damage(store)
+    assert done_count(store) == 48 and not damage(store)
 
 
 def test_a_cell_out_of_memory_fails_once_in_one_line_and_the_others_finish(tmp_path):
