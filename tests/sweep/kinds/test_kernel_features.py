@@ -7,12 +7,13 @@ import xarray as xr
 from matplotlib.image import imread
 
 from pipeline.analysis import analyze
+from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds import kernel_features, validate
 from pipeline.sweep.kinds.kernel_features import FeaturesCell, features_cell
 
 from helpers import assert_warmup_attributes
-from sweeping import composed, sweep
+from sweeping import composed
 
 TINY = [
     "experiment=kernel_features",
@@ -58,12 +59,11 @@ def test_a_cell_measures_every_feature_count():
     np.testing.assert_array_equal(again["row_tv"], tv)  # seeded by the cell
 
 
-def test_the_sweep_runs_and_reports(tmp_path):
-    run = sweep(*TINY, "cluster.dashboard_address=:0", "cluster.n_workers=2", cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
-    assert "F for a median row TV <= 0.05, by n_states" in run.stdout
-    path = tmp_path / "outputs" / "kernel_features" / "results.zarr"
+def test_the_sweep_runs_and_reports(client, tmp_path):
+    path = tmp_path / "results.zarr"
+    run([*TINY, f"store={path}"], client=client)
     ds = xr.open_zarr(path).load()
+    assert "F for a median row TV <= 0.05, by n_states" in kernel_features.summary(ds)
     assert ds.attrs["kind"] == "kernel_features" and ds["done"].all()
     assert dict(ds.sizes) == {"n_states": 2, "temperature": 2, "feature_map": 2, "n_features": 4}
     assert ds["row_tv"].attrs["units"] == "1" and "median" in ds["row_tv"].attrs["long_name"]
