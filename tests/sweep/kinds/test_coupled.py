@@ -1,5 +1,7 @@
 """The coupled sweep (seed 001): config errors, its grid, a cell, one real run with resume."""
 
+import logging
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -8,15 +10,14 @@ from matplotlib.image import imread
 from pipeline.analysis import analyze
 from pipeline.coupled import exact
 from pipeline.coupled.family import build
+from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds import coupled, validate
 from pipeline.sweep.kinds.coupled import CoupledCell
 from pipeline.sweep.kinds.coupled.tasks import coupled_cell
 
 from helpers import assert_warmup_attributes
-from sweeping import composed, sweep
-
-SMOKE = ["experiment=coupled_smoke", "cluster.dashboard_address=:0", "cluster.n_workers=2"]
+from sweeping import composed
 
 
 @pytest.mark.parametrize(
@@ -172,11 +173,11 @@ def test_without_exact_the_full_quartet_still_checks_its_answers():
     assert 0 < values["truth_mean_field"] <= 1 and values["converged"] == 1.0
 
 
-def test_coupled_smoke_runs_resumes_and_reports(tmp_path):
-    first = sweep(*SMOKE, cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
-    assert "8 cells to compute, 0 already done" in first.stderr
-    path = tmp_path / "outputs" / "coupled_smoke" / "results.zarr"
+def test_coupled_smoke_runs_resumes_and_reports(client, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="pipeline.sweep")
+    path = tmp_path / "results.zarr"
+    run(["experiment=coupled_smoke", f"store={path}"], client=client)
+    assert "8 cells to compute, 0 already done" in caplog.text
     ds = xr.open_zarr(path).load()
     assert ds.attrs["kind"] == "coupled" and ds["done"].sum() == 8
     assert dict(ds.sizes) == {
@@ -204,8 +205,9 @@ def test_coupled_smoke_runs_resumes_and_reports(tmp_path):
     assert float(independent["tv_mean_field"].max()) < 1e-9
     assert float(independent["viterbi_hamming"].max()) == 0
     assert float(ds["tv_mean_field"].sel(eps=0.3).max()) > 1e-4
-    again = sweep(*SMOKE, cwd=tmp_path)
-    assert again.returncode == 0 and "0 cells to compute, 8 already done" in again.stderr
+    caplog.clear()
+    run(["experiment=coupled_smoke", f"store={path}"], client=client)
+    assert "0 cells to compute, 8 already done" in caplog.text
     report = analyze(path, tmp_path / "report").report.read_text()
     assert "| coupled | 3 | 3 | set | 27 |" in report
     for name in ("accuracy.png", "equal_runtime.png", "cost.png"):
