@@ -4,6 +4,7 @@ in the store an uninterrupted run makes, bit for bit; whatever a kill left besid
 is put back or proved redundant, never lost, and no message on the way advises
 ``overwrite=true``."""
 
+import logging
 import multiprocessing
 import os
 import shutil
@@ -16,12 +17,13 @@ import xarray as xr
 
 from pipeline.results import Found, damage, found
 from pipeline.results.methods import MEASURED, SCHEMA
+from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.replace import KILL_AT, POINTS, beside, recover
 from pipeline.sweep.store import ResultStore
 
-from sweeping import TINY, composed, done_count, kill_group, start_sweep, sweep
+from sweeping import TINY, composed, done_count, kill_group, start_sweep
 
 SMALL = ("grid.families=[bell]", "grid.methods={topp:[0.5,0.9]}", "grid.seeds=[0]")
 GROWN = ("grid.families=[bell]", "grid.methods={topp:[0.5,0.9,0.95]}", "grid.seeds=[0,1]")
@@ -178,9 +180,12 @@ def _ended_pid() -> int:
     return ended.pid
 
 
-def test_a_sweep_killed_while_its_grown_store_replaces_the_old_one_resumes(smoke, tmp_path):
+def test_a_sweep_killed_while_its_grown_store_replaces_the_old_one_resumes(
+    smoke, client, tmp_path, caplog
+):
     """The command line, killed by the fault point with the old store aside and the grown one
-    not yet in place, then run again: every finished cell kept, to its own clocks."""
+    not yet in place, then run again (in this process, on the shared cluster): every
+    finished cell kept, to its own clocks."""
     store = tmp_path / "s.zarr"
     shutil.copytree(smoke[0], store)
     grown = [*TINY, f"store={store}", "grid.methods.topp=[0.5,0.9,0.95]"]
@@ -189,9 +194,9 @@ def test_a_sweep_killed_while_its_grown_store_replaces_the_old_one_resumes(smoke
     kill_group(killed)  # its workers, orphaned
     assert killed.returncode == -signal.SIGKILL, err
     assert not store.exists() and done_count(next(tmp_path.glob(".s.zarr.*.replaced"))) == 288
-    rerun = sweep(*grown, cwd=tmp_path)
-    assert rerun.returncode == 0, rerun.stderr
-    assert "overwrite" not in rerun.stderr and "put back from .s.zarr." in rerun.stderr
+    caplog.set_level(logging.INFO, logger="pipeline.sweep")
+    run(grown, client=client)
+    assert "overwrite" not in caplog.text and "put back from .s.zarr." in caplog.text
     old, new = xr.open_zarr(smoke[0]).load(), xr.open_zarr(store).load()
     assert int(new.done.sum()) == 288 + 48
     for name in SCHEMA.variables:  # a model's clocks are read again by its new cells
