@@ -20,15 +20,14 @@ from sweeping import composed
 
 
 @pytest.mark.parametrize(
-    ("family", "params", "method", "setting"),
+    ("family", "params", "method", "setting", "n"),
     [
-        ("bell", {"structured": True}, "topp", 0.9),  # peaks on a background: grows as n
-        ("dirichlet", {}, "topk", 5),  # dense rows: grows as n^2
-        ("peaked", {"structured": True}, "topp", 0.5),
+        ("bell", {"structured": True}, "topp", 0.9, 8192),  # peaks on a background: grows as n
+        ("dirichlet", {}, "topk", 5, 5000),  # dense rows: grows as n^2 (5000 states: 200 MB)
+        ("peaked", {"structured": True}, "topp", 0.5, 8192),
     ],
 )
-def test_the_estimate_extrapolates_what_a_larger_model_takes(family, params, method, setting):
-    n = 8192
+def test_the_estimate_extrapolates_what_a_larger_model_takes(family, params, method, setting, n):
     found = memory.estimate(family, n, params, method, setting, steps=51, mode="filter")
     hmm = build_model(family, n, **params)
     model = memory._model_bytes(hmm)
@@ -69,11 +68,21 @@ def test_small_cells_and_fixed_size_families_are_not_estimated(tmp_path):
     assert memory.estimate("weather", 6, {}, "topp", 0.9, steps=51, mode="predict") is None
 
 
-def test_a_large_cells_tasks_reserve_their_estimate_of_a_workers_declared_memory():
+THREE_GIB = ["cluster.n_workers=1", "cluster.memory_limit=3GiB", "cluster.dashboard_address=:0"]
+"""A cluster of one worker declared 3 GiB."""
+
+
+@pytest.fixture(scope="module")
+def three_gib():
+    """The client of a ``THREE_GIB`` cluster started as a sweep starts it (``connect``)."""
+    with connect(composed(*THREE_GIB).cluster) as client:
+        yield client
+
+
+def test_a_large_cells_tasks_reserve_their_estimate_of_a_workers_declared_memory(three_gib):
+    client = three_gib
     cfg = composed(
-        "cluster.n_workers=1",
-        "cluster.memory_limit=3GiB",
-        "cluster.dashboard_address=:0",
+        *THREE_GIB,
         "grid.families=[bell]",
         "grid.n_states=[20,5000]",
         "grid.methods={topp:[0.9]}",
@@ -82,22 +91,21 @@ def test_a_large_cells_tasks_reserve_their_estimate_of_a_workers_declared_memory
     )
     kind = kinds.validate(cfg)
     grid = kind.grid(cfg)
-    with connect(cfg.cluster) as client:
-        assert memory_resource(client) == worker_memory(cfg.cluster) == 3 * 2**30
-        futures = kind.submit(client, grid, grid.cells(), store=None)
-        keys = [future.key for future in futures]
-        for _ in range(100):  # until the scheduler has the graph (it comes on another comm)
-            restrictions = client.run_on_scheduler(
-                lambda dask_scheduler, keys=keys: {
-                    key: dask_scheduler.tasks[key].resource_restrictions
-                    for key in keys
-                    if key in dask_scheduler.tasks
-                }
-            )
-            if len(restrictions) == len(keys):
-                break
-            time.sleep(0.1)
-        client.cancel(list(futures))
+    assert memory_resource(client) == worker_memory(cfg.cluster) == 3 * 2**30
+    futures = kind.submit(client, grid, grid.cells(), store=None)
+    keys = [future.key for future in futures]
+    for _ in range(100):  # until the scheduler has the graph (it comes on another comm)
+        restrictions = client.run_on_scheduler(
+            lambda dask_scheduler, keys=keys: {
+                key: dask_scheduler.tasks[key].resource_restrictions
+                for key in keys
+                if key in dask_scheduler.tasks
+            }
+        )
+        if len(restrictions) == len(keys):
+            break
+        time.sleep(0.1)
+    client.cancel(list(futures))
     large = memory.estimate(
         "bell", 5000, grid.params["bell"], "topp", 0.9, grid.horizon + 1, mode="predict"
     )
@@ -123,21 +131,19 @@ def hold_and_grow(held: Held, size: int) -> float:
     return float(held.values[0] + more[0])
 
 
-def test_a_started_clusters_workers_keep_results_past_the_spill_threshold():
+def test_a_started_clusters_workers_keep_results_past_the_spill_threshold(three_gib):
     """distributed spills results to disk from 70% of a worker's memory: a model its running
     task holds would be pickled for nothing and read back as a second copy. 1.5 GB held and
     0.9 GB taken pass 70% of 3 GiB (measured: spilled with distributed's defaults)."""
-    cfg = composed(
-        "cluster.n_workers=1", "cluster.memory_limit=3GiB", "cluster.dashboard_address=:0"
-    )
-    with connect(cfg.cluster) as client:
-        held = client.submit(Held, 1_500_000_000, key="held")
-        assert client.submit(hold_and_grow, held, 900_000_000).result(timeout=60) == 2.0
-        on_disk = client.run(lambda dask_worker: list(getattr(dask_worker.data, "slow", {})))
-        # what the sweep itself puts on a worker's disk (an exact history too large for
-        # memory) goes to the worker's own directory, removed with the worker
-        directory = client.submit(spilled._local_directory).result(timeout=30)
-        own = client.run(lambda dask_worker: dask_worker.local_directory)
+    client = three_gib
+    held = client.submit(Held, 1_500_000_000, key="held")
+    assert client.submit(hold_and_grow, held, 900_000_000).result(timeout=60) == 2.0
+    on_disk = client.run(lambda dask_worker: list(getattr(dask_worker.data, "slow", {})))
+    del held
+    # what the sweep itself puts on a worker's disk (an exact history too large for memory)
+    # goes to the worker's own directory, removed with the worker
+    directory = client.submit(spilled._local_directory).result(timeout=30)
+    own = client.run(lambda dask_worker: dask_worker.local_directory)
     assert list(on_disk.values()) == [[]]
     assert list(own.values()) == [directory] and directory != tempfile.gettempdir()
 
