@@ -7,6 +7,7 @@ run the command end to end to show what the user sees.
 
 import copy
 import dataclasses
+import logging
 import os
 import re
 import sys
@@ -312,17 +313,25 @@ FLAGS = {
 """Hydra's flags with a bad override, or as the sweep does not take them: (argv, message)."""
 
 
-@pytest.mark.parametrize("case", sorted(FLAGS))
-def test_hydras_flags_refuse_in_one_line_with_exit_status_2(case, monkeypatch, capsys, tmp_path):
-    argv, expected = FLAGS[case]
-    monkeypatch.chdir(tmp_path)
+def refusal(argv: list[str], cwd, monkeypatch, capsys) -> str:
+    """The one line ``python -m pipeline.sweep <argv>``, its ``main`` run in this process from
+    ``cwd``, ends with: it exits with status 2, printing nothing else."""
+    monkeypatch.chdir(cwd)
     monkeypatch.setattr(sys, "argv", ["pipeline.sweep", *argv])
     with pytest.raises(SystemExit) as exited:
         main()
     out, err = capsys.readouterr()
-    assert exited.value.code == 2 and out == ""
+    assert exited.value.code == 2 and out == "", err
     (line,) = err.splitlines()
-    assert line.startswith("error: ") and expected in line, line
+    assert line.startswith("error: "), line
+    return line
+
+
+@pytest.mark.parametrize("case", sorted(FLAGS))
+def test_hydras_flags_refuse_in_one_line_with_exit_status_2(case, monkeypatch, capsys, tmp_path):
+    argv, expected = FLAGS[case]
+    line = refusal(argv, tmp_path, monkeypatch, capsys)
+    assert expected in line, line
     assert list(tmp_path.iterdir()) == []  # not even Hydra's log folder
 
 
@@ -436,38 +445,40 @@ def test_bad_configuration_end_to_end(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # not even Hydra's log folder
 
 
-def test_unwritable_store(tmp_path):
+def test_unwritable_store(tmp_path, monkeypatch, capsys):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
-    result = sweep(*TINY, f"store={blocker}/results.zarr", cwd=tmp_path)
-    assert_one_line_error(
-        result, f"store: cannot create {blocker}/results.zarr: {blocker} is not a directory"
-    )
-    # accepted by a permission check (root may write anywhere), refused by the file system
-    result = sweep(*TINY, "store=/proc/results.zarr", cwd=tmp_path)
-    assert_one_line_error(
-        result, "store: cannot write /proc/results.zarr: /proc refuses new files ("
-    )
-    result = sweep(*TINY, f"store={blocker}", cwd=tmp_path)
-    assert_one_line_error(
-        result, f"store: {blocker} is a file; a store is a directory: give another path (store=)"
-    )
+    for store, expected in [
+        (
+            f"{blocker}/results.zarr",
+            f"store: cannot create {blocker}/results.zarr: {blocker} is not a directory",
+        ),
+        # accepted by a permission check (root may write anywhere), refused by the file system
+        ("/proc/results.zarr", "store: cannot write /proc/results.zarr: /proc refuses new files ("),
+        (
+            str(blocker),
+            f"store: {blocker} is a file; a store is a directory: give another path (store=)",
+        ),
+    ]:
+        line = refusal([*TINY, f"store={store}"], tmp_path, monkeypatch, capsys)
+        assert expected in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
 
 
-def test_store_of_another_grid(tmp_path):
+def test_store_of_another_grid(tmp_path, monkeypatch, capsys, caplog):
     """The sweep refuses a store of another grid in one line, before a cluster starts
     (``test_store.py`` replaces one with overwrite=true, in this process)."""
     path = tmp_path / "results.zarr"
     grid = MethodsGrid.from_config(composed("grid.horizon=3", "grid.families=[bell]"))
     ResultStore.open(path, SCHEMA, grid, {})
-    result = sweep(*TINY, "grid.horizon=4", "grid.families=[bell]", f"store={path}", cwd=tmp_path)
-    assert_one_line_error(
-        result,
+    caplog.set_level(logging.INFO)
+    argv = [*TINY, "grid.horizon=4", "grid.families=[bell]", f"store={path}"]
+    line = refusal(argv, tmp_path, monkeypatch, capsys)
+    assert (
         "holds a different sweep: horizon is 3 in the store but 4 "
-        "in this run; choose another store= or pass overwrite=true",
-    )
-    assert "Dask scheduler" not in result.stderr
+        "in this run; choose another store= or pass overwrite=true"
+    ) in line, line
+    assert "Dask scheduler" not in caplog.text
 
 
 def test_a_checkout_reads_the_configs_of_its_top_level_once(monkeypatch, tmp_path):
@@ -489,7 +500,7 @@ def test_a_checkout_reads_the_configs_of_its_top_level_once(monkeypatch, tmp_pat
     assert replaceable([])[-1] == f"hydra.searchpath=[file://{(tmp_path / 'conf').resolve()}]"
 
 
-def test_cluster_file_errors(tmp_path):
+def test_cluster_file_errors(tmp_path, monkeypatch, capsys):
     (tmp_path / "dask_cluster.yaml").write_text("mine:\n  kind: local\n  workers: 3\n")
     with pytest.raises(
         ConfigError,
@@ -500,8 +511,7 @@ def test_cluster_file_errors(tmp_path):
     (tmp_path / "dask_cluster.yaml").write_text("mine:\n  kind: cloud\n")
     with pytest.raises(ConfigError, match="unknown kind 'cloud'"):
         load_clusters(tmp_path / "dask_cluster.yaml")
-    result = sweep(*TINY, cwd=tmp_path)
-    assert_one_line_error(result, "unknown kind 'cloud'")
+    assert "unknown kind 'cloud'" in refusal(TINY, tmp_path, monkeypatch, capsys)
 
 
 @pytest.mark.parametrize(
