@@ -28,6 +28,7 @@ from sweeping import (
 
 SLOW = [
     "timing.min_seconds=0.25",
+    "timing.max_repeats=1000",
     "grid.families=[bell]",
     "grid.modes=[predict,filter]",
     "flush_seconds=0.5",
@@ -123,7 +124,8 @@ def test_a_killed_sweep_resumes_to_the_uninterrupted_result(client, tmp_path, ca
 def test_two_sweeps_started_together_on_one_store(tmp_path):
     """One runs; the other stops at once with the lock line; the store ends sound and whole."""
     # the first still runs when the second starts: 48 cells, 8 timings of 0.5 s
-    slow = ["timing.min_seconds=0.5", "grid.families=[bell]", "grid.n_states=[20]"]
+    slow = ["timing.min_seconds=0.5", "timing.max_repeats=1000"]
+    slow += ["grid.families=[bell]", "grid.n_states=[20]"]
     runs = [start_sweep(*TINY, *slow, "store=shared.zarr", cwd=tmp_path) for _ in range(2)]
     outcomes = [(process.wait(timeout=240), process.stderr.read()) for process in runs]
     for process in runs:
