@@ -14,7 +14,6 @@ from pipeline.kernels.select import TOLERANCE
 from pipeline.models import HMM
 from pipeline.operators import LowRank, SparsePlusRankOne, entry_rows
 from pipeline.results.methods import MEASURED
-from pipeline.sweep.timing import WARMUP
 
 # --- random models -------------------------------------------------------------------------
 
@@ -174,13 +173,6 @@ def assert_same_values(actual, expected, rtol: float = 0.0) -> None:
             np.testing.assert_allclose(got, wanted, rtol=rtol, atol=0, err_msg=name)
         else:
             np.testing.assert_array_equal(got, wanted, err_msg=name)
-
-
-def assert_warmup_attributes(ds, schema) -> None:
-    """Every variable ``schema`` marks ``timed`` says in its ``warmup`` attribute how its
-    calls were warmed up (``pipeline.sweep.timing.WARMUP``), and no other variable does."""
-    for name, variable in schema.variables.items():
-        assert (ds[name].attrs.get("warmup") == WARMUP) == variable.timed, name
 
 
 def corpus_folder(folder, text, train=8):

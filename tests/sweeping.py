@@ -12,6 +12,7 @@ from pathlib import Path
 import zarr
 
 from pipeline.sweep.config import compose
+from pipeline.sweep.timing import WARMUP
 
 
 def composed(*overrides):
@@ -103,3 +104,10 @@ def wait_for(predicate, timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"gave up waiting for {what}")
         time.sleep(0.1)
+
+
+def assert_warmup_attributes(ds, schema) -> None:
+    """Every variable ``schema`` marks ``timed`` says in its ``warmup`` attribute how its
+    calls were warmed up (``pipeline.sweep.timing.WARMUP``), and no other variable does."""
+    for name, variable in schema.variables.items():
+        assert (ds[name].attrs.get("warmup") == WARMUP) == variable.timed, name

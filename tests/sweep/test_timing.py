@@ -15,8 +15,7 @@ from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.kinds.methods.timed import timed_runs
 from pipeline.sweep.timing import Timing, blas_threads, clocked, once
 
-from helpers import assert_warmup_attributes
-from sweeping import composed
+from sweeping import assert_warmup_attributes, composed
 
 
 def test_rounds_call_every_run_once_a_round_in_alternating_order():

@@ -16,8 +16,7 @@ from pipeline.sweep.kinds import coupled, validate
 from pipeline.sweep.kinds.coupled import CoupledCell
 from pipeline.sweep.kinds.coupled.tasks import coupled_cell
 
-from helpers import assert_warmup_attributes
-from sweeping import composed
+from sweeping import assert_warmup_attributes, composed
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,7 @@ from pipeline.sweep.config import ConfigError
 from pipeline.sweep.kinds import kernel_features, validate
 from pipeline.sweep.kinds.kernel_features import FeaturesCell, features_cell
 
-from helpers import assert_warmup_attributes
-from sweeping import composed
+from sweeping import assert_warmup_attributes, composed
 
 TINY = [
     "experiment=kernel_features",

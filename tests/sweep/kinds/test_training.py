@@ -19,8 +19,8 @@ from pipeline.sweep.kinds import training, validate
 from pipeline.sweep.kinds.training.grid import TrainingCell
 from pipeline.sweep.kinds.training.tasks import model_file, train_cell
 
-from helpers import assert_warmup_attributes, corpus_folder
-from sweeping import composed
+from helpers import corpus_folder
+from sweeping import assert_warmup_attributes, composed
 
 SMOKE = [
     "experiment=lm_smoke",
