@@ -4,6 +4,7 @@ in the store an uninterrupted run makes, bit for bit; whatever a kill left besid
 is put back or proved redundant, never lost, and no message on the way advises
 ``overwrite=true``."""
 
+import functools
 import logging
 import multiprocessing
 import os
@@ -30,7 +31,9 @@ GROWN = ("grid.families=[bell]", "grid.methods={topp:[0.5,0.9,0.95]}", "grid.see
 OTHER = ("grid.families=[uniform]", "grid.methods={topk:[3]}", "grid.seeds=[0]")
 
 
+@functools.cache
 def _grid(overrides) -> MethodsGrid:
+    """The grid of ``overrides``, composed once (a grid is immutable)."""
     return MethodsGrid.from_config(composed(*overrides))
 
 
