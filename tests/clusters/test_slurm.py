@@ -12,7 +12,7 @@ from pipeline.sweep.config import ConfigError
 
 from sweeping import done_count, kill_group, wait_for
 
-SLOW = ["timing.min_seconds=0.1", "timing.repeats=3"]
+SLOW = ["timing.min_seconds=0.1", "timing.repeats=3", "timing.max_repeats=1000"]
 """Each cell times for at least 0.1 s: long enough to interrupt."""
 
 

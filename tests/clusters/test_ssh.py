@@ -18,7 +18,7 @@ from pipeline.sweep.provenance import REDACTED
 
 from sweeping import done_count, kill_group, wait_for
 
-SLOW = ["timing.min_seconds=0.1", "timing.repeats=3"]
+SLOW = ["timing.min_seconds=0.1", "timing.repeats=3", "timing.max_repeats=1000"]
 """Each model's eight cells time for at least 0.8 s: long enough to interrupt."""
 
 
