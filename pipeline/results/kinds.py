@@ -6,7 +6,7 @@ used, so reading results imports neither.
 The built-ins (``methods``, ``training``, ``coupled``, ``kernel_features``) and the kinds
 installed packages add (entry-point group ``pipeline.kinds``, each naming a ``Kind``) are
 one ``pipeline.plugins.Registry``, as families and methods are. A kind's sweep is a module
-with the ``pipeline.sweep.kinds.base.SweepKind`` interface; its report a function
+with the ``pipeline.sweep.kind.SweepKind`` interface; its report a function
 ``analyze(ds, store, out) -> Analysis``.
 """
 

@@ -20,7 +20,6 @@ import xarray as xr
 from distributed import Client, as_completed, performance_report
 
 from pipeline.results import open_results
-from pipeline.sweep import kinds
 from pipeline.sweep.bounds import check_bounds, check_room
 from pipeline.sweep.cluster import (
     WorkerWatch,
@@ -29,9 +28,9 @@ from pipeline.sweep.cluster import (
     running_worker_memory,
     worker_memory,
 )
-from pipeline.sweep.config import check_writable, compose
+from pipeline.sweep.config import check_writable, compose, validate
 from pipeline.sweep.failures import CellError, Failure, Failures, describe, transient
-from pipeline.sweep.kinds.base import Grid, SweepKind
+from pipeline.sweep.kind import Grid, SweepKind
 from pipeline.sweep.lock import StoreLock, check_unlocked
 from pipeline.sweep.logs import CELLS, to_the_log_file
 from pipeline.sweep.progress import Progress, Stages, follow
@@ -153,7 +152,7 @@ def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, G
     stage = Stages()
     try:
         stage("checking the config")
-        kind = kinds.validate(cfg)
+        kind = validate(cfg)
         grid = kind.grid(cfg)
         check_bounds(kind.SCHEMA, grid, max_cells=cfg.max_cells)
         if own_cluster:

@@ -43,8 +43,8 @@ from pipeline.results.durable import DurableStore, is_temporary, sync_tree, writ
 from pipeline.results.paths import identity, problem, root_problem
 from pipeline.results.verify import finished, structure
 from pipeline.sweep import repair, replace
-from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds.base import Grid
+from pipeline.sweep.config.errors import ConfigError
+from pipeline.sweep.kind import Grid
 from pipeline.sweep.timing import WARMUP
 
 _FILL = {"float64": np.nan, "bool": False, "str": ""}

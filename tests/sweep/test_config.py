@@ -28,11 +28,11 @@ from pipeline.sweep.config import (
     compose,
     register,
     sweep_config,
+    validate,
 )
 from pipeline.sweep.config.clusters import cluster_file, load_clusters
 from pipeline.sweep.config.compose import USER_CONFIG, replaceable, user_configs
 from pipeline.sweep.config.validation import NAME_MARGIN
-from pipeline.sweep.kinds import validate
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.lock import lock_path
 from pipeline.sweep.main import check_overrides, main

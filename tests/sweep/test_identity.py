@@ -8,8 +8,8 @@ import pytest
 from omegaconf import OmegaConf, open_dict
 
 from pipeline.results.methods import SCHEMA
-from pipeline.sweep.config import compose, register
-from pipeline.sweep.kinds import installed, validate
+from pipeline.sweep.config import compose, register, validate
+from pipeline.sweep.kind import installed
 from pipeline.sweep.kinds.methods import MethodsGrid
 from pipeline.sweep.main import check_overrides
 from pipeline.sweep.store import ResultStore

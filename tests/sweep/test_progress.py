@@ -6,7 +6,8 @@ import time
 
 import numpy as np
 
-from pipeline.sweep.kinds import training, validate
+from pipeline.sweep.config import validate
+from pipeline.sweep.kinds import training
 from pipeline.sweep.kinds.training.grid import TrainingCell
 from pipeline.sweep.kinds.training.tasks import train_cell
 from pipeline.sweep.progress import Progress, follow

@@ -10,7 +10,7 @@ import xarray as xr
 
 from pipeline.results.methods import SCHEMA
 from pipeline.sweep import timing
-from pipeline.sweep.kinds.methods import tasks
+from pipeline.sweep.kinds.methods import records, tasks
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.kinds.methods.timed import timed_runs
 from pipeline.sweep.timing import Timing, blas_threads, clocked, once
@@ -91,7 +91,7 @@ def test_the_smoke_grids_speedups_agree_with_warm_runs_and_say_they_were_warmed(
     far = []
     for family, seed, mode in itertools.product(grid.families, grid.seeds, ("smooth", "decode")):
         for n in grid.sizes[family]:
-            model = tasks.build(tasks.ModelSpec(family, n, seed, grid.params[family]))
+            model = tasks.build(records.ModelSpec(family, n, seed, grid.params[family]))
             built = [tasks.build_approximation(model, method=m, setting=s) for m, s in which]
             exact = tasks.reference(
                 model, mode=mode, horizon=grid.horizon, observe_every=grid.observe_every,

@@ -1,4 +1,4 @@
-"""The sweep of ``ring_mixing`` (``pipeline.sweep.kinds.base.SweepKind``): a config with
+"""The sweep of ``ring_mixing`` (``pipeline.sweep.kind.SweepKind``): a config with
 ``kind=ring_mixing`` and a ``ring_mixing`` section runs one Dask task per cell."""
 
 from dataclasses import dataclass, field
@@ -10,7 +10,7 @@ from pipeline.inference import predict
 from pipeline.metrics import minimal_mixing_rate, total_variation
 from pipeline.models import build_model
 from pipeline.sweep.config import ConfigError, check_list
-from pipeline.sweep.kinds.base import Grid, submit_each
+from pipeline.sweep.kind import Grid, submit_each
 from ringhmm.mixing import SCHEMA, summary  # noqa: F401 - the interface's summary
 
 SECTION = "ring_mixing"

@@ -28,6 +28,7 @@ from pipeline.results.kinds import KINDS
 from pipeline.results.methods import MODES
 from pipeline.sweep.config.reference import parameter_docs
 from pipeline.sweep.config.validation import choices, ranged
+from pipeline.sweep.kind import installed
 
 
 def _shipped() -> Path:
@@ -156,8 +157,6 @@ def sweep_config() -> type:
     ``training``, ``coupled``, ``kernel_features``, and plug-ins'): its ``SECTION`` typed by
     its ``CONFIG`` dataclass, null unless the config's ``kind`` is that kind. Made once, when
     the schema is first needed (a plug-in kind is imported then)."""
-    from pipeline.sweep.kinds import installed  # the kinds' modules import this module
-
     sections = []
     for name, kind in installed().items():
         if kind.SECTION is not None:

@@ -1,8 +1,8 @@
-"""What every sweep's config shares: ``ConfigError``, the checks its keys go through (every
-key declared by the schema, ``check_keys``; the numbers' ranges declared on the schema's
-fields, ``ranged``, and checked by one validator, ``check_ranges``; the names a key allows,
-``choices``), the check of the store's path, and a section as a plain ``dict``
-(``as_dict``)."""
+"""What every sweep's config shares: the checks its keys go through (every key declared by
+the schema, ``check_keys``; the numbers' ranges declared on the schema's fields, ``ranged``,
+and checked by one validator, ``check_ranges``; the names a key allows, ``choices``), the
+check of the store's path, and a section as a plain ``dict`` (``as_dict``). Each raises
+``errors.ConfigError``."""
 
 from __future__ import annotations
 
@@ -16,13 +16,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-
-class ConfigError(ValueError):
-    """An invalid setting: ``key`` names it, the message says what is allowed."""
-
-    def __init__(self, key: str, message: str):
-        super().__init__(f"{key}: {message}")
-        self.key = key
+from pipeline.sweep.config.errors import ConfigError
 
 
 def as_dict(node: DictConfig, *, resolve: bool = False) -> dict:

@@ -23,9 +23,10 @@ from distributed import Client, Future
 
 from pipeline.hmmlm import feature_maps
 from pipeline.results import kernel_features as results
-from pipeline.sweep.config import ConfigError, as_dict, check_list
+from pipeline.sweep.config import as_dict, check_list
+from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.schema import KernelFeaturesConfig
-from pipeline.sweep.kinds.base import Grid, submit_each
+from pipeline.sweep.kind import Grid, submit_each
 from pipeline.sweep.timing import once
 
 SCHEMA = results.SCHEMA

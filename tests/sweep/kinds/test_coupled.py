@@ -11,8 +11,8 @@ from pipeline.analysis import analyze
 from pipeline.coupled import exact
 from pipeline.coupled.family import build
 from pipeline.sweep import run
-from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds import coupled, validate
+from pipeline.sweep.config import ConfigError, validate
+from pipeline.sweep.kinds import coupled
 from pipeline.sweep.kinds.coupled import CoupledCell
 from pipeline.sweep.kinds.coupled.tasks import coupled_cell
 

@@ -8,8 +8,8 @@ from matplotlib.image import imread
 
 from pipeline.analysis import analyze
 from pipeline.sweep import run
-from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds import kernel_features, validate
+from pipeline.sweep.config import ConfigError, validate
+from pipeline.sweep.kinds import kernel_features
 from pipeline.sweep.kinds.kernel_features import FeaturesCell, features_cell
 
 from sweeping import assert_warmup_attributes, composed

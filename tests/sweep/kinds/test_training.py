@@ -14,8 +14,8 @@ from pipeline.methods import approximate
 from pipeline.models import build_model
 from pipeline.operators import LowRank, toarray
 from pipeline.sweep import run
-from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds import training, validate
+from pipeline.sweep.config import ConfigError, validate
+from pipeline.sweep.kinds import training
 from pipeline.sweep.kinds.training.grid import TrainingCell
 from pipeline.sweep.kinds.training.tasks import model_file, train_cell
 

@@ -31,10 +31,11 @@ from pipeline.coupled.model import OBSERVE
 from pipeline.models import ParameterError
 from pipeline.operators.lowrank import MAX_DENSE
 from pipeline.results import coupled as results
-from pipeline.sweep.config import ConfigError, as_dict, check_list
+from pipeline.sweep.config import as_dict, check_list
+from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.schema import CoupledConfig
 from pipeline.sweep.config.specs import known_specs, spec_path
-from pipeline.sweep.kinds.base import Grid, submit_each
+from pipeline.sweep.kind import Grid, submit_each
 from pipeline.sweep.kinds.coupled.tasks import FAMILY, Settings, coupled_cell, grounded
 
 SCHEMA = results.SCHEMA

@@ -20,7 +20,8 @@ from pipeline.methods import METHODS, PluginError
 from pipeline.models import FAMILIES, ParameterError, check_model, verify_model
 from pipeline.results import methods as results
 from pipeline.sweep.cluster import MEMORY, memory_resource
-from pipeline.sweep.config import ConfigError, check_list
+from pipeline.sweep.config import check_list
+from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.kinds.methods import memory, plan
 from pipeline.sweep.kinds.methods.grid import (
     Cell,

@@ -25,8 +25,9 @@ from pipeline.models import (
     fixed_size,
     model_fingerprint,
 )
-from pipeline.sweep.config import ConfigError, as_dict
-from pipeline.sweep.kinds.base import RUN_SETTINGS, Grid
+from pipeline.sweep.config import as_dict
+from pipeline.sweep.config.errors import ConfigError
+from pipeline.sweep.kind import RUN_SETTINGS, Grid
 from pipeline.sweep.timing import Timing
 
 

@@ -3,7 +3,7 @@
 A cell runs in a worker process of its own size (``WORKER_BYTES``) and holds its exact
 model and the approximation (each with the layout the compiled recursion reads), a run's
 beliefs (``run_bytes``, for the exact and the approximate side: at most
-``tasks.HISTORY_BYTES`` of filtered beliefs, smoothing's checkpoints and segment, Viterbi's
+``records.HISTORY_BYTES`` of filtered beliefs, smoothing's checkpoints and segment, Viterbi's
 back-pointers) and the observations' likelihoods. Model and approximation are measured at
 two small sizes (``SMALL``) and extrapolated by the power law through them (``n`` for peaks on a
 background, ``n^2`` for dense rows): any family and method, plug-ins included, without a
@@ -29,8 +29,8 @@ from pipeline.methods import approximate
 from pipeline.models import build_model, check_model, model_bytes
 from pipeline.operators import stored_entries
 from pipeline.sweep.kinds.methods import sequence
+from pipeline.sweep.kinds.methods.records import HISTORY_BYTES, history_steps
 from pipeline.sweep.kinds.methods.sequence import segment_steps
-from pipeline.sweep.kinds.methods.tasks import HISTORY_BYTES, history_steps
 
 SMALL = (1024, 2048)
 """The sizes a family and method are measured at."""
@@ -123,7 +123,7 @@ def _segment(mode: str, steps: int, n_states: int) -> int:
 
 def run_bytes(mode: str, steps: int, n_states: int) -> int:
     """What one run of ``mode`` over ``steps`` steps holds at a time beyond the models and the
-    likelihoods: the filtered beliefs a forward run keeps (``tasks.history_steps``); the
+    likelihoods: the filtered beliefs a forward run keeps (``records.history_steps``); the
     beliefs of smoothing's segment, the checkpoints before the later segments and the
     backward message; Viterbi's back-pointers of a segment (the narrowest unsigned integers),
     the scaled maxima before each later segment and its own two."""

@@ -34,7 +34,7 @@ from distributed import Client, Future
 
 from pipeline.models import gamma_exact_max_states, seeded
 from pipeline.sweep.failures import TRANSIENT, CellError
-from pipeline.sweep.kinds.methods import memory, tasks, timed
+from pipeline.sweep.kinds.methods import memory, records, tasks, timed
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.sweep.timing import Timing
 
@@ -58,7 +58,7 @@ def gamma_parts(n_states: int) -> int:
 
 
 def model_plan(
-    spec: tasks.ModelSpec,
+    spec: records.ModelSpec,
     cells: list[Cell],
     settings: Settings,
     *,
@@ -141,7 +141,7 @@ def model_plan(
     }
 
 
-def run_model(spec: tasks.ModelSpec, cells: list[Cell], settings: Settings) -> list:
+def run_model(spec: records.ModelSpec, cells: list[Cell], settings: Settings) -> list:
     """The results of each of ``cells`` (``tasks.run_cell``'s mappings), computed here, in
     order. A cell that raises (a plug-in method's ``ValueError``) gives its ``CellError``,
     the others are kept; where the model's shared work raises (its build, say), the cells
@@ -170,7 +170,7 @@ def _kept(function: Callable, *args, **kwargs):
         return CellError.of(error)
 
 
-def by_model(grid: MethodsGrid, cells: list[Cell]) -> list[tuple[tasks.ModelSpec, list[Cell]]]:
+def by_model(grid: MethodsGrid, cells: list[Cell]) -> list[tuple[records.ModelSpec, list[Cell]]]:
     """``cells`` grouped by the model they need, in order; one model serves every seed
     of a family whose models ignore it (it is built with seed 0)."""
     groups: dict[tuple, list[Cell]] = defaultdict(list)
@@ -178,7 +178,7 @@ def by_model(grid: MethodsGrid, cells: list[Cell]) -> list[tuple[tasks.ModelSpec
         seed = cell.seed if seeded(cell.family) else 0
         groups[cell.family, cell.n_states, seed].append(cell)
     return [
-        (tasks.ModelSpec(family, n, seed, grid.params[family]), group)
+        (records.ModelSpec(family, n, seed, grid.params[family]), group)
         for (family, n, seed), group in groups.items()
     ]
 
@@ -190,7 +190,7 @@ def submit(
     *,
     settings: Settings,
     fuse_states: int,
-    reserve: Callable[[tasks.ModelSpec, list[Cell]], dict | None] = lambda spec, cells: None,
+    reserve: Callable[[records.ModelSpec, list[Cell]], dict | None] = lambda spec, cells: None,
 ) -> dict[Future, list[Cell]]:
     """Submit everything ``cells`` need; return each future with the cells it computes.
 

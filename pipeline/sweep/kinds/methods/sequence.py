@@ -42,7 +42,7 @@ Threads = Callable[[], AbstractContextManager]
 
 def segment_steps(steps: int, history: int) -> int:
     """Steps of a smoothing segment: the whole horizon where ``history`` (the steps a cell
-    keeps at a time, ``tasks.history_steps``) holds it, else ``ceil(sqrt(steps))``, the
+    keeps at a time, ``records.history_steps``) holds it, else ``ceil(sqrt(steps))``, the
     least memory (about ``2 sqrt(steps)`` beliefs)."""
     return steps if history >= steps else checkpoint_steps(steps, None)
 
@@ -126,7 +126,7 @@ def smooth_measures(
     hmm: HMM, approximation: Approximation, exact, *, history: int, threads: Threads
 ) -> dict[str, object]:
     """TV between the exact and the approximate posteriors at every step (the exact
-    reference ``exact``, a ``tasks.Reference``), its largest value, the log evidence and its
+    reference ``exact``, a ``records.Reference``), its largest value, the log evidence and its
     error, and the approximate run's zero-evidence steps, a segment at a time."""
     observed = exact.observations
     steps = observed.size

@@ -15,8 +15,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,81 +36,20 @@ from pipeline.operators import entries_at, step_work, stored_entries
 from pipeline.sampling import sample
 from pipeline.sweep.failures import TRANSIENT
 from pipeline.sweep.kinds.methods import resident, sequence, spilled
+from pipeline.sweep.kinds.methods.records import (
+    Built,
+    Mixing,
+    Model,
+    ModelSpec,
+    Reference,
+    Timed,
+    Unbuilt,
+    history_steps,
+)
 from pipeline.sweep.timing import Timing, once
-
-if TYPE_CHECKING:  # the timing task's module imports this one
-    from pipeline.sweep.kinds.methods.timed import Timed
 
 SAMPLING_STREAM = 0x5EED
 """Mixed into the seed of the observation sampler, apart from the model's own draws."""
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """One exact model of the grid: ``build_model(family, n_states, seed=seed, **params)``."""
-
-    family: str
-    n_states: int
-    seed: int
-    params: dict = field(default_factory=dict)
-
-
-class Model(NamedTuple):
-    hmm: HMM
-    build_time: float
-
-
-class Mixing(NamedTuple):
-    """gamma of a model's transitions, as the bounds use it."""
-
-    gamma: float  # exact, or the Doeblin lower bound where ``exact`` is false
-    doeblin: float  # the Doeblin lower bound sum_j min_i T[i, j]
-    exact: bool
-    seconds: float  # time gamma took, over every part of its pair search
-
-
-HISTORY_BYTES = 2**29
-"""A cell keeps at most this many bytes of a run's beliefs at a time: the whole horizon where
-it fits (every committed experiment's cells), else chunks of as many steps as fit, so a
-cell's memory does not grow with the horizon."""
-
-
-def history_steps(steps: int, n_states: int) -> int:
-    """Steps of beliefs a run keeps at a time (``HISTORY_BYTES``), at least one."""
-    return max(1, min(steps, HISTORY_BYTES // (8 * n_states)))
-
-
-class Reference(NamedTuple):
-    """The observations of one model, mode and seed, and their exact run, which every cell
-    of the model, mode and seed is measured against: ``beliefs`` (predicted, filtered or,
-    in ``smooth`` mode, smoothed) is the whole exact history where it fits
-    ``HISTORY_BYTES``, else that history on the worker's disk (``spilled.SpilledHistory``),
-    or None where it could not be written (each cell then runs exact inference beside its
-    approximation, chunk by chunk), in ``decode`` mode (``path`` instead) or (``run``
-    false) is not computed at all."""
-
-    observations: np.ndarray  # (horizon + 1,), -1 where nothing is observed
-    states: np.ndarray  # (horizon + 1,): the sampled state path, or -1 (predict)
-    beliefs: np.ndarray | spilled.SpilledHistory | None  # (horizon + 1, n_states)
-    log_evidence: float
-    run: bool
-    path: np.ndarray | None = None  # (horizon + 1,): the exact Viterbi path (decode)
-
-
-class Built(NamedTuple):
-    """An approximation, what it cost to build, and what its transition matrix stores."""
-
-    approximation: Approximation
-    build_time: float
-    sparsity: float  # fraction of zero entries of the transitions the approximate run uses
-    stored_entries: int  # numbers stored for them
-
-
-class Unbuilt(NamedTuple):
-    """An approximation whose method raised (a plug-in's ``ValueError``, say): its cells
-    raise ``error``, the other cells of its model are timed and measured as usual."""
-
-    error: Exception
 
 
 def build(spec: ModelSpec) -> Model:

@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import NamedTuple, cast
+from typing import cast
 
 import numpy as np
 
 from pipeline.inference import filtering, filtering_chunks
 from pipeline.models import HMM
-from pipeline.sweep.kinds.methods import sequence, tasks
+from pipeline.sweep.kinds.methods import sequence
+from pipeline.sweep.kinds.methods.records import (
+    Built,
+    Model,
+    Reference,
+    Timed,
+    Unbuilt,
+    history_steps,
+)
 from pipeline.sweep.timing import Timing
 
 
@@ -22,7 +30,7 @@ def _elapsed(hmm: HMM, observed: np.ndarray, prune: float) -> np.ndarray:
     """The cumulative seconds of every step of one run that keeps only what it must: the
     whole history where it fits ``HISTORY_BYTES``, else chunks (between which the clock
     stops)."""
-    chunk = tasks.history_steps(observed.size, hmm.n_states)
+    chunk = history_steps(observed.size, hmm.n_states)
     if chunk >= observed.size:
         return filtering(hmm, observed, prune=prune).elapsed
     parts, offset = [], 0.0
@@ -37,24 +45,15 @@ def _runner(mode: str, observed: np.ndarray):
     step (the sequence modes: the whole run's, at the last step)."""
     if mode in sequence.MODES:
         return lambda hmm, prune: sequence.elapsed(
-            mode, hmm, observed, tasks.history_steps(observed.size, hmm.n_states)
+            mode, hmm, observed, history_steps(observed.size, hmm.n_states)
         )
     return lambda hmm, prune: _elapsed(hmm, observed, prune)
 
 
-class Timed(NamedTuple):
-    """The timed runs of one model, mode and seed (``timed_runs``): per round one exact
-    run and one run of each approximation, each run's cumulative seconds at every step
-    (the sequence modes: the whole run's, at the last step)."""
-
-    exact: np.ndarray | None  # (rounds, steps); None without an exact run
-    approx: dict[tuple[str, float], np.ndarray]  # (method, setting) -> (rounds, steps)
-
-
 def timed_runs(
-    model: tasks.Model,
-    exact: tasks.Reference,
-    *built: tasks.Built | tasks.Unbuilt,
+    model: Model,
+    exact: Reference,
+    *built: Built | Unbuilt,
     which: tuple[tuple[str, float], ...],
     mode: str,
     timing: Timing,
@@ -69,7 +68,7 @@ def timed_runs(
     runs: dict[str | tuple[str, float], Callable[[], np.ndarray]] = {
         key: functools.partial(run, done.approximation.hmm, done.approximation.prune)
         for key, done in zip(which, built, strict=True)
-        if isinstance(done, tasks.Built)
+        if isinstance(done, Built)
         and (mode not in sequence.MODES or sequence.runs(done.approximation, mode))
     }
     if runs and exact.run:

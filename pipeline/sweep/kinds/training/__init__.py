@@ -26,7 +26,8 @@ from pipeline import corpus as corpora
 from pipeline.hmmlm import clusters, data
 from pipeline.hmmlm.parameters import PARAMETERISATIONS, parse
 from pipeline.results import training as results
-from pipeline.sweep.config import ConfigError, check_list
+from pipeline.sweep.config import check_list
+from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.schema import TrainingConfig
 from pipeline.sweep.kinds.training.grid import TrainingCell, TrainingGrid, grid
 from pipeline.sweep.kinds.training.tasks import grown_from, load_corpus, train_cell

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from pipeline.results import training as results
 from pipeline.sweep.config import as_dict
-from pipeline.sweep.kinds.base import Grid
+from pipeline.sweep.kind import Grid
 
 DEFAULT_MAX_EPOCHS = 20
 """``max_epochs`` where the config leaves it null."""

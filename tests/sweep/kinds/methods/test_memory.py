@@ -11,10 +11,9 @@ import pytest
 from pipeline.inference import decoder
 from pipeline.methods import approximate
 from pipeline.models import build_model
-from pipeline.sweep import kinds
 from pipeline.sweep.cluster import MEMORY, connect, memory_resource, worker_memory
-from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds.methods import check_memory, memory, sequence, spilled, tasks
+from pipeline.sweep.config import ConfigError, validate
+from pipeline.sweep.kinds.methods import check_memory, memory, records, sequence, spilled, tasks
 
 from sweeping import composed
 
@@ -48,11 +47,11 @@ def test_what_a_smoothing_or_viterbi_run_holds_is_what_the_estimate_counts(
     n, steps = 20_000, 51
     hmm = build_model("bell", n, seed=0, structured=True)
     if not whole:  # 4 steps of beliefs, 4 of back-pointers: segments of 8 steps
-        monkeypatch.setattr(tasks, "HISTORY_BYTES", 8 * n * 4)
+        monkeypatch.setattr(records, "HISTORY_BYTES", 8 * n * 4)
         monkeypatch.setattr(decoder, "POINTER_BYTES", 2 * n * 4)
         monkeypatch.setattr(memory, "POINTER_BYTES", 2 * n * 4)
     _, observed = tasks.observations(hmm, mode=mode, horizon=steps - 1, observe_every=2, seed=0)
-    history = tasks.history_steps(steps, n)
+    history = records.history_steps(steps, n)
     sequence.elapsed(mode, hmm, observed, history)  # compiled before measuring
     tracemalloc.start()
     sequence.elapsed(mode, hmm, observed, history)
@@ -89,7 +88,7 @@ def test_a_large_cells_tasks_reserve_their_estimate_of_a_workers_declared_memory
         "grid.modes=[predict]",
         "grid.seeds=[0]",
     )
-    kind = kinds.validate(cfg)
+    kind = validate(cfg)
     grid = kind.grid(cfg)
     assert memory_resource(client) == worker_memory(cfg.cluster) == 3 * 2**30
     futures = kind.submit(client, grid, grid.cells(), store=None)
@@ -170,7 +169,7 @@ def test_a_timing_task_holds_the_model_and_every_approximation_it_times():
         "grid.modes=[filter]",
         f"grid.horizon={steps - 1}",
     )
-    grid = kinds.validate(cfg).grid(cfg)
+    grid = validate(cfg).grid(cfg)
     cells = max(
         memory.estimate("bell", n, params, m, s, steps, mode="filter").total for m, s in variants
     )

@@ -16,13 +16,13 @@ from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_var
 from pipeline.operators import toarray
 from pipeline.results.base import status_variables
 from pipeline.results.methods import MODES, VARIABLES
-from pipeline.sweep.kinds.methods import plan, plan_settings, spilled, tasks, timed
+from pipeline.sweep.kinds.methods import plan, plan_settings, records, spilled, tasks, timed
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.sweep.timing import Timing
 
 from sweeping import composed
 
-SPEC = tasks.ModelSpec("dirichlet", 60, 3, {"alpha": 0.2, "n_observations": None})
+SPEC = records.ModelSpec("dirichlet", 60, 3, {"alpha": 0.2, "n_observations": None})
 TIMING = Timing(repeats=2, min_seconds=0.0, max_repeats=5, threads=1)
 SETTINGS = plan.Settings(
     horizon=8,
@@ -163,7 +163,7 @@ def test_a_cell_in_chunks_measures_what_a_whole_history_does(
     mixed = tasks.mixing(model, exact=True)
     whole = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
     expected = measured(model, built, whole, mixed, mode=mode)
-    monkeypatch.setattr(tasks, "HISTORY_BYTES", 8 * model.hmm.n_states * 4)  # 4 steps
+    monkeypatch.setattr(records, "HISTORY_BYTES", 8 * model.hmm.n_states * 4)  # 4 steps
     chunked = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
     history = chunked.beliefs
     assert isinstance(history, spilled.SpilledHistory) and history.shape == whole.beliefs.shape
@@ -214,10 +214,10 @@ def test_a_history_that_cannot_be_written_whole_leaves_no_file(tmp_path, monkeyp
 
 def test_a_cells_memory_does_not_grow_with_the_horizon(monkeypatch):
     n = 20_000
-    hmm_model = tasks.build(tasks.ModelSpec("peaked", n, 0, {"structured": True}))
+    hmm_model = tasks.build(records.ModelSpec("peaked", n, 0, {"structured": True}))
     built = tasks.build_approximation(hmm_model, method="topp", setting=0.9)
     mixed = tasks.mixing(hmm_model, exact=False)
-    monkeypatch.setattr(tasks, "HISTORY_BYTES", 8 * n * 4)  # 4 steps: 0.64 MB a run
+    monkeypatch.setattr(records, "HISTORY_BYTES", 8 * n * 4)  # 4 steps: 0.64 MB a run
     peaks = []
     for horizon in (20, 160):
         exact = tasks.reference(
@@ -242,7 +242,7 @@ def test_a_cell_returns_every_variable_of_the_schema_by_name():
     assert all(set(result) == set(VARIABLES) - status for result in results)
 
 
-TINY_SPEC = tasks.ModelSpec("dirichlet", 3, 0, {"alpha": 0.5, "n_observations": 3})
+TINY_SPEC = records.ModelSpec("dirichlet", 3, 0, {"alpha": 0.5, "n_observations": 3})
 """3 states, 3 symbols: 3^7 paths over 7 steps, few enough to enumerate."""
 
 

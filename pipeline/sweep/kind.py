@@ -1,9 +1,11 @@
-"""What every sweep kind shares: the ``SweepKind`` interface and the ``Grid`` base.
+"""What every sweep kind shares: the ``SweepKind`` interface, the ``Grid`` base and the
+kinds ``installed``.
 
 A sweep kind turns a config section into cells, runs them as Dask tasks and names what its
 store holds (a ``pipeline.results`` schema). ``pipeline.results.KINDS`` registers them by
 the store's ``kind`` attribute; the engine (``pipeline.sweep.engine``) looks the kind up and
-runs any kind the same way: resume, progress, failures, flushes.
+runs any kind the same way: resume, progress, failures, flushes. This module imports no
+config: the config's schema is assembled from the kinds it lists.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import typing
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol
@@ -20,7 +23,7 @@ import xarray as xr
 from dask import delayed
 from distributed import Client, Future
 
-from pipeline.results import Schema
+from pipeline.results import KINDS, Schema
 
 _DTYPES = {str: object, int: np.int64, float: np.float64}
 """A coordinate's dtype by the type of its values."""
@@ -193,3 +196,16 @@ def submit_each(client: Client, function, cells: list, *args, prefix: str) -> di
     ]
     futures = client.compute(tasks)
     return {future: [cell] for future, cell in zip(futures, cells, strict=True)}
+
+
+@functools.cache
+def installed() -> dict[str, SweepKind]:
+    """Kind name -> its sweep module, for every kind whose modules import: the built-ins, then
+    plug-ins (one that fails to import only warns, until a config names it)."""
+    found = {}
+    for name, kind in KINDS.items():
+        try:
+            found[name] = kind.load("sweep")
+        except Exception as error:  # any failure of a plug-in's import is reported alike
+            warnings.warn(f"sweep kind {name!r}: {error}", RuntimeWarning, stacklevel=2)
+    return found
