@@ -111,9 +111,20 @@ LAYERS = (
 """The packages and modules of ``pipeline``, lowest layer first (``docs/development.md``)."""
 
 
+KIND_PARTS = {"results": "results", "report": "analysis"}
+"""The layer of a part of a sweep kind (``pipeline.kinds.<kind>.<part>``) by its name: what its
+stores hold is read with results, its report with the analysis; the rest (its config, grid,
+tasks and sweep) is the sweep's. The registry and each kind's ``__init__`` are results'."""
+
+
 def layer(module: str) -> tuple[int, str]:
     """The layer of ``module`` (its index in ``LAYERS``) and its part of the layer."""
-    part = module.split(".")[1]
+    parts = module.split(".")[1:]
+    part = parts[0]
+    if part == "kinds" and parts[1:2] != ["base"]:
+        part = KIND_PARTS.get(parts[2], "sweep") if len(parts) > 2 else "results"
+    elif part == "kinds":
+        part = "results"
     (at,) = [k for k, names in enumerate(LAYERS) if part in names]
     return at, part
 
@@ -149,6 +160,7 @@ ABOVE_INFERENCE = (
     "pipeline.methods",
     "pipeline.hmmlm",
     "pipeline.corpus",
+    "pipeline.kinds",
     "pipeline.results",
     "pipeline.sweep",
     *sorted(family.__name__ for family in BUILTIN.values()),

@@ -1,7 +1,7 @@
 """Looking at a results Dataset: figures and a Markdown report of any sweep's store.
 
 ``analyze(store_or_dataset)`` (or ``python -m pipeline.analyze <store>``) writes PNG
-figures and a report next to the store, by its kind (``pipeline.results.KINDS``): ``methods``
+figures and a report next to the store, by its kind (``pipeline.kinds.KINDS``): ``methods``
 (the approximation methods), ``training`` (HMM LMs) and ``coupled`` (weakly coupled
 HMMs), one module each. Shared by the methods report:
 

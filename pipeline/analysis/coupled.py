@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from pipeline.analysis.figures import Analysis, save
 from pipeline.analysis.readings import run_lines
-from pipeline.results.base import finite_median
+from pipeline.kinds.base import finite_median
 
 ACCURACY = (
     ("tv_mean_field", "filtered TV, max over t"),

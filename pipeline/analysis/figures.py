@@ -30,7 +30,7 @@ from pipeline.analysis.readings import (
     payoff,
     points,
 )
-from pipeline.results.methods import models, variants
+from pipeline.kinds.methods.results import models, variants
 
 PANEL = (3.8, 3.0)  # inches per panel
 METHOD_STYLES = {

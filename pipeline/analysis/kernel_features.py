@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from pipeline.analysis.figures import Analysis, save
 from pipeline.analysis.readings import run_lines
-from pipeline.results.kernel_features import features_needed, summary, threshold_of
+from pipeline.kinds.kernel_features.results import features_needed, summary, threshold_of
 
 LINES = {"positive": "-", "fourier": "--"}
 """Line style per feature map (other maps: dotted)."""

@@ -39,7 +39,7 @@ from pipeline.analysis.tables import (
     paper_table,
     payoff_table,
 )
-from pipeline.results.methods import noise_lines, summary, variants
+from pipeline.kinds.methods.results import noise_lines, summary, variants
 
 
 def _listed(coordinate: xr.DataArray) -> str:

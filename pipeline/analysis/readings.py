@@ -8,8 +8,8 @@ import numpy as np
 import xarray as xr
 import yaml
 
-from pipeline.results.base import finite_median
-from pipeline.results.methods import variants
+from pipeline.kinds.base import finite_median
+from pipeline.kinds.methods.results import variants
 
 METHOD_TITLES = {
     "topp": "top-p",

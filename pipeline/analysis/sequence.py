@@ -14,8 +14,8 @@ from matplotlib.figure import Figure
 from pipeline.analysis.figures import legend, log_scale, styles
 from pipeline.analysis.readings import label
 from pipeline.analysis.tables import markdown_table
-from pipeline.results.base import finite_median
-from pipeline.results.methods import cells, models
+from pipeline.kinds.base import finite_median
+from pipeline.kinds.methods.results import cells, models
 
 
 def _median(values) -> float:

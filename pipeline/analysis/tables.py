@@ -1,4 +1,5 @@
-"""The Markdown tables of a methods sweep's report (the summary is ``pipeline.results.methods``).
+"""The Markdown tables of a methods sweep's report (the summary is
+``pipeline.kinds.methods.results``).
 
 Each reads the Dataset only (medians over seeds of done cells) and returns text.
 """
@@ -23,8 +24,8 @@ from pipeline.analysis.readings import (
     payoff,
     points,
 )
-from pipeline.results.base import finite_median
-from pipeline.results.methods import cells, models, variants
+from pipeline.kinds.base import finite_median
+from pipeline.kinds.methods.results import cells, models, variants
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

@@ -19,8 +19,8 @@ from matplotlib.figure import Figure
 
 from pipeline.analysis.figures import Analysis, save
 from pipeline.analysis.readings import run_lines
-from pipeline.results.base import finite_median
-from pipeline.results.training import BASELINES, NGRAMS
+from pipeline.kinds.base import finite_median
+from pipeline.kinds.training.results import BASELINES, NGRAMS
 
 GIB = 2.0**30
 

@@ -2,7 +2,7 @@
 kinds ``installed``.
 
 A sweep kind turns a config section into cells, runs them as Dask tasks and names what its
-store holds (a ``pipeline.results`` schema). ``pipeline.results.KINDS`` registers them by
+store holds (a ``pipeline.results`` schema). ``pipeline.kinds.KINDS`` registers them by
 the store's ``kind`` attribute; the engine (``pipeline.sweep.engine``) looks the kind up and
 runs any kind the same way: resume, progress, failures, flushes. This module imports no
 config: the config's schema is assembled from the kinds it lists.
@@ -23,7 +23,8 @@ import xarray as xr
 from dask import delayed
 from distributed import Client, Future
 
-from pipeline.results import KINDS, Schema
+from pipeline.kinds import KINDS
+from pipeline.kinds.base import Schema
 
 _DTYPES = {str: object, int: np.int64, float: np.float64}
 """A coordinate's dtype by the type of its values."""

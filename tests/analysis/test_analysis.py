@@ -28,8 +28,8 @@ from pipeline.analysis.tables import (
     payoff_table,
 )
 from pipeline.analyze import main
+from pipeline.kinds.methods.results import SCHEMA, noise_lines, summary
 from pipeline.methods import BUILTIN
-from pipeline.results.methods import SCHEMA, noise_lines, summary
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import template
 

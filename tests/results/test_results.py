@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from pipeline.results.kinds import BUILTIN
+from pipeline.kinds import BUILTIN
 
 
 def test_reading_results_imports_neither_hydra_nor_the_sweep():

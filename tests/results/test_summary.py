@@ -3,7 +3,7 @@
 import numpy as np
 from omegaconf import OmegaConf
 
-from pipeline.results.methods import SCHEMA, summary
+from pipeline.kinds.methods.results import SCHEMA, summary
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import template
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline.kinds.methods import results
 from pipeline.models import file as file_family
-from pipeline.results import methods as results
 from pipeline.sweep.bounds import check_bounds, check_room, store_bytes
 from pipeline.sweep.config import ConfigError, compose, register
 from pipeline.sweep.engine import prepare

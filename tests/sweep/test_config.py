@@ -16,8 +16,8 @@ import typing
 import pytest
 from omegaconf import ListConfig, OmegaConf
 
-from pipeline.results.kinds import KINDS
-from pipeline.results.methods import SCHEMA
+from pipeline.kinds import KINDS
+from pipeline.kinds.methods.results import SCHEMA
 from pipeline.sweep import run
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.cluster import connect

@@ -7,7 +7,7 @@ import itertools
 import pytest
 from omegaconf import OmegaConf, open_dict
 
-from pipeline.results.methods import SCHEMA
+from pipeline.kinds.methods.results import SCHEMA
 from pipeline.sweep.config import compose, register, validate
 from pipeline.sweep.kind import installed
 from pipeline.sweep.kinds.methods import MethodsGrid

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from pipeline.results.methods import SCHEMA
+from pipeline.kinds.methods.results import SCHEMA
 from pipeline.sweep import timing
 from pipeline.sweep.kinds.methods import records, tasks
 from pipeline.sweep.kinds.methods.grid import MethodsGrid

@@ -9,8 +9,7 @@ report ``ringhmm.mixing_report``.
 
 import xarray as xr
 
-from pipeline.results import Kind
-from pipeline.results.base import Schema, Variable, status_variables, text_table
+from pipeline.kinds.base import Kind, Schema, Variable, status_variables, text_table
 
 DIMS = ("n_states", "reach")
 SCHEMA = Schema(

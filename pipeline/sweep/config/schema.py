@@ -21,11 +21,11 @@ from pipeline.coupled.model import OBSERVE
 from pipeline.hmmlm.clusters import CLUSTERINGS
 from pipeline.hmmlm.feature_maps import FEATURE_MAPS
 from pipeline.hmmlm.parameters import PARAMETERISATIONS
+from pipeline.kinds import KINDS
+from pipeline.kinds.methods.results import MODES
 from pipeline.methods import METHODS
 from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import FAMILIES, family_parameters
-from pipeline.results.kinds import KINDS
-from pipeline.results.methods import MODES
 from pipeline.sweep.config.reference import parameter_docs
 from pipeline.sweep.config.validation import choices, ranged
 from pipeline.sweep.kind import installed
@@ -47,7 +47,8 @@ SHIPPED_CLUSTERS = _SHIPPED / "dask_cluster.yaml"
 """The cluster entries the project ships (``dask_cluster.yaml``); one in the working directory
 replaces them (``clusters.cluster_file``)."""
 DEFAULT_MODES = ("predict", "filter")
-"""The modes of a grid that names none (``pipeline.results.methods.MODES`` lists every mode)."""
+"""The modes of a grid that names none (``pipeline.kinds.methods.results.MODES`` lists every
+mode)."""
 
 
 def group_defaults() -> dict[str, str]:
@@ -350,7 +351,7 @@ class SweepConfig:
     default adds its own section (``sweep_config``)."""
 
     kind: str = choices("methods", KINDS.names)
-    """The kind of sweep (``pipeline.results.KINDS``), chosen as a config group
+    """The kind of sweep (``pipeline.kinds.KINDS``), chosen as a config group
     (``kind=training``): ``methods`` (approximations against exact inference over
     ``grid``), ``training``, ``coupled``, ``kernel_features``, or a plug-in's. Each kind but
     ``methods`` reads its own section, named like it, which choosing the kind fills with its

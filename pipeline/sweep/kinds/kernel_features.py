@@ -7,7 +7,7 @@ cell per ``(n_states, temperature, feature_map)`` as a Dask task (``features_cel
 Gaussian embeddings of ``n_states`` states at the temperature, the exact softmax rows of
 ``rows`` sampled states, and the kernel rows of every feature count (the first F of one
 map of the largest count; ``pipeline.hmmlm.feature_maps``). The store keeps what
-``pipeline.results.kernel_features`` lists.
+``pipeline.kinds.kernel_features.results`` lists.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 from distributed import Client, Future
 
 from pipeline.hmmlm import feature_maps
-from pipeline.results import kernel_features as results
+from pipeline.kinds.kernel_features import results
 from pipeline.sweep.config import as_dict, check_list
 from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.schema import KernelFeaturesConfig

@@ -9,7 +9,7 @@ cell per ``(model, chains, n_states, eps, seed, observe)`` as a Dask task
 ``conf/relational`` grounded at a domain (``pipeline.coupled.relational``); ``eps`` is the
 coupling; ``observe`` what is observed. Each cell samples a path of the model, observes
 every ``observe_every`` steps and runs every method on it (``tasks.compare``);
-the store keeps what ``pipeline.results.coupled`` lists.
+the store keeps what ``pipeline.kinds.coupled.results`` lists.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from omegaconf import OmegaConf
 
 from pipeline.coupled import family
 from pipeline.coupled.model import OBSERVE
+from pipeline.kinds.coupled import results
 from pipeline.models import ParameterError
 from pipeline.operators.lowrank import MAX_DENSE
-from pipeline.results import coupled as results
 from pipeline.sweep.config import as_dict, check_list
 from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.schema import CoupledConfig

@@ -4,7 +4,7 @@
 grounded at a domain), samples a path and runs every method on its observations
 (``compare``): structured mean field, chain-wise Viterbi, and, where the joint chain has at
 most ``exact_max_states`` states, exact inference and top-p on the joint chain. It returns
-what ``pipeline.results.coupled`` lists: per-chain TV of filtered and smoothed marginals
+what ``pipeline.kinds.coupled.results`` lists: per-chain TV of filtered and smoothed marginals
 against exact, the chain-wise Viterbi path's Hamming distance and log-probability gap to the
 exact joint Viterbi path, iterations, and every method's runtime, the methods timed in
 rounds (``pipeline.sweep.timing``). Without an exact reference the comparisons are NaN and

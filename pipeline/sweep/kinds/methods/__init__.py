@@ -2,7 +2,7 @@
 
 ``grid`` (``pipeline.sweep.config.schema.GridConfig``) names model families and their
 sizes, methods and their settings, seeds, modes and the horizon; every cell runs one
-approximation against its exact reference and stores what ``pipeline.results.methods``
+approximation against its exact reference and stores what ``pipeline.kinds.methods.results``
 lists. ``grid`` holds the cells, ``plan`` the shared work as Dask tasks, ``tasks`` what
 the workers run.
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 from distributed import Client, Future
 from distributed.system import MEMORY_LIMIT
 
+from pipeline.kinds.methods import results
 from pipeline.methods import METHODS, PluginError
 from pipeline.models import FAMILIES, ParameterError, check_model, verify_model
-from pipeline.results import methods as results
 from pipeline.sweep.cluster import MEMORY, memory_resource
 from pipeline.sweep.config import check_list
 from pipeline.sweep.config.errors import ConfigError

@@ -6,7 +6,7 @@ recompute any of them on another worker. The forward modes (``predict``, ``filte
 measured here, the modes that read the whole sequence (``smooth``, ``decode``) in
 ``sequence``, under the same references; every run is timed in ``timed``. Arguments that
 describe work are named, frozen specs passed by keyword. A cell returns its results as a
-mapping of the result variables' names (``pipeline.results.methods.VARIABLES``) to their
+mapping of the result variables' names (``pipeline.kinds.methods.results.VARIABLES``) to their
 values: an array over t, or a number.
 """
 

@@ -7,7 +7,7 @@ HMM LM per cell ``(n_states, parameterisation, seed)`` as a Dask task (``tasks.t
 until its validation perplexity stops improving, and stores, per cell, the validation
 perplexity after every epoch, the test perplexity at the best epoch, the seconds of every
 epoch, the Kneser-Ney baselines of the same split and how much of the held-out n-grams
-training holds (``pipeline.results.training``). Each trained model is saved next to the
+training holds (``pipeline.kinds.training.results``). Each trained model is saved next to the
 store, in ``<store name>_models/`` (``<n_states>-<parameterisation>-<seed>.npz``), where
 the ``hmmlm`` model family reads it; with ``training.grow`` a cell starts from the saved
 model of half its states, so its task waits for that one's. ``grid`` holds the cells,
@@ -25,7 +25,7 @@ from distributed import Client, Future
 from pipeline import corpus as corpora
 from pipeline.hmmlm import clusters, data
 from pipeline.hmmlm.parameters import PARAMETERISATIONS, parse
-from pipeline.results import training as results
+from pipeline.kinds.training import results
 from pipeline.sweep.config import check_list
 from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.schema import TrainingConfig

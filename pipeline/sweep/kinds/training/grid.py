@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from pipeline.results import training as results
+from pipeline.kinds.training import results
 from pipeline.sweep.config import as_dict
 from pipeline.sweep.kind import Grid
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pipeline.results.methods import DIMS
+from pipeline.kinds.methods.results import DIMS
 from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 
 from sweeping import composed

@@ -16,7 +16,7 @@ import json
 import numpy as np
 import xarray as xr
 
-from pipeline.results.base import Schema, Variable, status_variables, text_table
+from pipeline.kinds.base import Schema, Variable, status_variables, text_table
 
 DIMS = ("n_states", "temperature", "feature_map")
 """The dimensions of a cell."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import xarray as xr
 
-from pipeline.results.base import Schema, Variable, status_variables, text_table
+from pipeline.kinds.base import Schema, Variable, status_variables, text_table
 
 DIMS = ("n_states", "parameterisation", "seed")
 """The dimensions of a training cell."""

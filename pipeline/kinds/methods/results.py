@@ -22,14 +22,7 @@ from typing import cast
 import numpy as np
 import xarray as xr
 
-from pipeline.results.base import (
-    Schema,
-    Variable,
-    finite_median,
-    shown,
-    status_variables,
-    text_table,
-)
+from pipeline.kinds.base import Schema, Variable, finite_median, shown, status_variables, text_table
 
 DIMS = ("family", "n_states", "method", "setting", "seed", "mode")
 """The dimensions of a cell, in the order every result variable uses."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import xarray as xr
 
-from pipeline.results.base import Schema, Variable, shown, status_variables
+from pipeline.kinds.base import Schema, Variable, shown, status_variables
 
 DIMS = ("model", "chains", "n_states", "eps", "seed", "observe")
 """The dimensions of a coupled cell."""
