@@ -7,7 +7,7 @@ from pathlib import Path
 
 import xarray as xr
 
-from pipeline.analysis.figures import Analysis
+from pipeline.analysis.base import Analysis
 from pipeline.kinds.base import text_table
 from pipeline.results import (
     KINDS,

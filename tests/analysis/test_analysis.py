@@ -9,25 +9,20 @@ import zarr
 from matplotlib.image import imread
 from omegaconf import OmegaConf
 
-from pipeline.analysis import analyze, methods
-from pipeline.analysis.paper import CLAIMS, PAPER_SIZES, READINGS, compare
-from pipeline.analysis.readings import (
-    EXACT_TRANSITIONS,
-    Point,
-    pareto,
-    payoff,
-    points,
-    runs_lines,
-)
-from pipeline.analysis.sequence import decoding_table, smoothing_table
-from pipeline.analysis.tables import (
+from pipeline.analysis import analyze
+from pipeline.analysis.base import runs_lines
+from pipeline.analyze import main
+from pipeline.kinds.methods import report as methods_report
+from pipeline.kinds.methods.report.paper import CLAIMS, PAPER_SIZES, READINGS, compare
+from pipeline.kinds.methods.report.readings import EXACT_TRANSITIONS, Point, pareto, payoff, points
+from pipeline.kinds.methods.report.sequence import decoding_table, smoothing_table
+from pipeline.kinds.methods.report.tables import (
     emissions_table,
     filtering_table,
     front_table,
     mixing_table,
     payoff_table,
 )
-from pipeline.analyze import main
 from pipeline.kinds.methods.results import SCHEMA, noise_lines, summary
 from pipeline.methods import BUILTIN
 from pipeline.sweep.kinds.methods.grid import MethodsGrid
@@ -335,23 +330,25 @@ def test_belief_pruning_is_on_the_runtime_front_but_not_on_the_size_front():
 
 
 def test_the_report_can_speak_of_every_method():
-    assert set(methods.GUARANTEES) == set(BUILTIN)
-    assert set(methods.STORED) | EXACT_TRANSITIONS == set(BUILTIN)
-    assert not set(methods.STORED) & EXACT_TRANSITIONS
+    assert set(methods_report.GUARANTEES) == set(BUILTIN)
+    assert set(methods_report.STORED) | EXACT_TRANSITIONS == set(BUILTIN)
+    assert not set(methods_report.STORED) & EXACT_TRANSITIONS
 
 
 def test_the_comparison_says_what_the_runs_methods_guarantee():
-    lines = "\n".join(methods._comparison_lines(comparison_dataset()))
+    lines = "\n".join(methods_report._comparison_lines(comparison_dataset()))
     assert "top-p bounds each row's error by 1 - p" in lines and "top-k guarantees" in lines
     assert "low-rank" not in lines and "belief pruning" not in lines
     assert "(CSR entries for top-p; CSR entries for top-k)" in lines
     lines = "\n".join(
-        methods._comparison_lines(comparison_dataset({("lowrank", 2.0): (1e-6, 0.2, 80)}))
+        methods_report._comparison_lines(comparison_dataset({("lowrank", 2.0): (1e-6, 0.2, 80)}))
     )
     assert "low-rank (the kernel HMMs' factored transitions) guarantees nothing a priori" in lines
     assert "(2n) r factors for low-rank" in lines
     lines = "\n".join(
-        methods._comparison_lines(comparison_dataset({("topp_states", 0.9): (4e-6, 0.01, 10)}))
+        methods_report._comparison_lines(
+            comparison_dataset({("topp_states", 0.9): (4e-6, 0.01, 10)})
+        )
     )
     assert "is left out, as is belief pruning, which runs on it." in lines
 

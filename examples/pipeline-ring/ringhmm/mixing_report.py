@@ -5,7 +5,7 @@ from pathlib import Path
 import xarray as xr
 from matplotlib.figure import Figure
 
-from pipeline.analysis.figures import Analysis, save
+from pipeline.analysis.base import Analysis, save
 from ringhmm.mixing import bound, summary
 
 

@@ -10,5 +10,5 @@ from pipeline.kinds.kernel_features.results import SCHEMA
 KIND = Kind(
     SCHEMA,
     sweep="pipeline.sweep.kinds.kernel_features",
-    report="pipeline.analysis.kernel_features:analyze",
+    report="pipeline.kinds.kernel_features.report:analyze",
 )

@@ -1,5 +1,5 @@
-"""Figures and report of a kernel-features sweep (``pipeline.sweep.kinds.kernel_features``):
-how many random features a softmax over n states needs (Chiu, Deng and Rush, Section 6).
+"""Figures and report of a kernel-features sweep: how many random features a softmax over n
+states needs (Chiu, Deng and Rush, Section 6).
 
 The main figure draws, per temperature, the smallest feature count F whose median row TV
 is at most the threshold against the number of states; the second draws the median row TV
@@ -14,8 +14,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from pipeline.analysis.figures import Analysis, save
-from pipeline.analysis.readings import run_lines
+from pipeline.analysis.base import Analysis, run_lines, save
 from pipeline.kinds.kernel_features.results import features_needed, summary, threshold_of
 
 LINES = {"positive": "-", "fourier": "--"}

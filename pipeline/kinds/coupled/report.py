@@ -1,4 +1,4 @@
-"""Figures and report of a coupled sweep (weakly coupled HMMs, ``pipeline.sweep.kinds.coupled``).
+"""Figures and report of a coupled sweep (weakly coupled HMMs).
 
 Accuracy of the structured mean field and the chain-wise Viterbi against the coupling
 ``eps``; cost per step of exact inference and of one mean-field sweep against chains and
@@ -14,8 +14,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from pipeline.analysis.figures import Analysis, save
-from pipeline.analysis.readings import run_lines
+from pipeline.analysis.base import Analysis, run_lines, save
 from pipeline.kinds.base import finite_median
 
 ACCURACY = (

@@ -1,8 +1,9 @@
 """The report of a methods sweep's store: its figures and Markdown sections.
 
-The tables come from ``pipeline.analysis.tables``, the figures from
-``pipeline.analysis.figures``; ``analyze`` writes them (``pipeline.analysis.analyze``
-looks the store's kind up and calls it).
+The tables come from ``tables``, the figures from ``figures`` (the sequence modes' own
+from ``sequence``), the readings they share from ``readings``, the paper's numbers from
+``paper``; ``analyze`` writes them (``pipeline.analysis.analyze`` looks the store's kind up
+and calls it).
 """
 
 from __future__ import annotations
@@ -12,25 +13,18 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from pipeline.analysis import sequence
-from pipeline.analysis.figures import (
-    Analysis,
+from pipeline.analysis.base import Analysis, run_lines, save
+from pipeline.kinds.methods.report import sequence
+from pipeline.kinds.methods.report.figures import (
     pareto_figure,
     payoff_figure,
     runtime_figure,
-    save,
     sparsity_speedup_figure,
     tv_figure,
 )
-from pipeline.analysis.paper import compare
-from pipeline.analysis.readings import (
-    EXACT_TRANSITIONS,
-    STEP_MODES,
-    TV_MODES,
-    modes_of,
-    run_lines,
-)
-from pipeline.analysis.tables import (
+from pipeline.kinds.methods.report.paper import compare
+from pipeline.kinds.methods.report.readings import EXACT_TRANSITIONS, STEP_MODES, TV_MODES, modes_of
+from pipeline.kinds.methods.report.tables import (
     emissions_table,
     filtering_table,
     front_table,

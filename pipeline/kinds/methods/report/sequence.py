@@ -11,10 +11,10 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from pipeline.analysis.figures import legend, log_scale, styles
-from pipeline.analysis.readings import label
-from pipeline.analysis.tables import markdown_table
 from pipeline.kinds.base import finite_median
+from pipeline.kinds.methods.report.figures import legend, log_scale, styles
+from pipeline.kinds.methods.report.readings import label
+from pipeline.kinds.methods.report.tables import markdown_table
 from pipeline.kinds.methods.results import cells, models
 
 

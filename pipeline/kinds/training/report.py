@@ -1,4 +1,4 @@
-"""Figures and report of a training sweep (HMM LMs, ``pipeline.sweep.kinds.training``).
+"""Figures and report of a training sweep (HMM LMs).
 
 Validation and test perplexity (at each model's best validation epoch) against states per
 parameterisation, beside the modified Kneser-Ney n-gram lines; seconds per epoch against
@@ -17,8 +17,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from pipeline.analysis.figures import Analysis, save
-from pipeline.analysis.readings import run_lines
+from pipeline.analysis.base import Analysis, run_lines, save
 from pipeline.kinds.base import finite_median
 from pipeline.kinds.training.results import BASELINES, NGRAMS
 

@@ -1,4 +1,4 @@
-"""Figures of a results Dataset, readable without the report.
+"""Figures of a methods store, readable without the report.
 
 One panel per model (``family``, ``n_states``) and mode, wrapped into rows of at most
 ``COLUMNS``; lines are medians over seeds (and repeats), bands span min to max. Each
@@ -9,9 +9,6 @@ matplotlib's object API (no pyplot state, no display needed).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import NamedTuple
-
 import matplotlib as mpl
 import numpy as np
 import xarray as xr
@@ -19,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from pipeline.analysis.readings import (
+from pipeline.kinds.methods.report.readings import (
     COSTS,
     MODE_TITLES,
     STEP_MODES,
@@ -362,19 +359,3 @@ def pareto_figure(ds: xr.Dataset, cost: str = "runtime") -> Figure:
     extra = [Line2D([], [], color="black", marker="*", linestyle="", label="exact")]
     legend(figure, ds, extra if cost == "runtime" else None, markers=True)
     return figure
-
-
-class Analysis(NamedTuple):
-    """What ``analyze`` wrote: the Markdown report and its PNG figures."""
-
-    report: Path
-    figures: list[Path]
-
-
-def save(out: Path, figures: dict[str, Figure], report: str) -> Analysis:
-    """Write each figure to ``out/<name>`` as PNG and ``report`` to ``out/report.md``."""
-    for name, figure in figures.items():
-        figure.savefig(out / name, dpi=90)
-    path = out / "report.md"
-    path.write_text(report)
-    return Analysis(path, [out / name for name in figures])

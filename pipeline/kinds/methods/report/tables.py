@@ -11,9 +11,10 @@ from collections import Counter
 import numpy as np
 import xarray as xr
 
-from pipeline.analysis.figures import break_even_text
-from pipeline.analysis.paper import PAPER_SIZES
-from pipeline.analysis.readings import (
+from pipeline.kinds.base import finite_median
+from pipeline.kinds.methods.report.figures import break_even_text
+from pipeline.kinds.methods.report.paper import PAPER_SIZES
+from pipeline.kinds.methods.report.readings import (
     COSTS,
     METHOD_TITLES,
     MODE_TITLES,
@@ -24,7 +25,6 @@ from pipeline.analysis.readings import (
     payoff,
     points,
 )
-from pipeline.kinds.base import finite_median
 from pipeline.kinds.methods.results import cells, models, variants
 
 

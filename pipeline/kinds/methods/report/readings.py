@@ -1,4 +1,4 @@
-"""Readings of a results Dataset shared by the summary, figures, report and paper check."""
+"""Readings of a methods store shared by its report's figures, tables and paper check."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
-import yaml
 
 from pipeline.kinds.base import finite_median
 from pipeline.kinds.methods.results import variants
@@ -37,53 +36,6 @@ TV_MODES = ("predict", "filter", "smooth")
 def modes_of(ds: xr.Dataset, wanted: tuple[str, ...]) -> list[str]:
     """The modes of the run among ``wanted``, in the run's order."""
     return [str(mode) for mode in ds["mode"].values if str(mode) in wanted]
-
-
-def run_lines(attrs: dict, threads: str) -> list[str]:
-    """The report lines on where and when a store was made: machine, Dask (``threads``: what
-    its BLAS threads were), run times and commit, and how its runs differed."""
-    return [
-        f"- machine: {attrs.get('host', '?')}: {attrs.get('cpu', '?')}, "
-        f"{attrs.get('memory', '?')} memory; BLAS {attrs.get('blas', '?')}",
-        f"- Dask: {attrs.get('workers', '?')} workers; {threads}",
-        f"- run: {attrs.get('start_time', '?')} to {attrs.get('end_time', '?')}, "
-        f"commit {attrs.get('git_commit', '?')}",
-        *runs_lines(attrs.get("runs") or []),
-    ]
-
-
-def _flat(value, prefix: str = "") -> dict[str, object]:
-    """The leaves of a nested mapping by dotted key (``{"a": {"b": 1}}``: ``{"a.b": 1}``)."""
-    if not isinstance(value, dict) or not value:
-        return {prefix: value}
-    found: dict[str, object] = {}
-    for key, inner in value.items():
-        found |= _flat(inner, f"{prefix}.{key}" if prefix else str(key))
-    return found
-
-
-def runs_lines(runs: list[dict]) -> list[str]:
-    """A line on a store made by more than one run (``runs``: the store's ``runs``
-    attribute): how many, and every setting in which a later run's config or workers
-    differed from the first's. A resume that would change a stored value is refused, so
-    these are settings of how the runs ran (workers, threads, timing) or keys that grew
-    the grid."""
-    if len(runs) < 2:
-        return []
-
-    def settings(run: dict) -> dict[str, object]:
-        flat = _flat(yaml.safe_load(run.get("config") or "") or {})
-        return flat | {"workers": run.get("workers"), "commit": run.get("git_commit")}
-
-    first, changes = settings(runs[0]), {}
-    for run in runs[1:]:
-        for key, value in settings(run).items():
-            if value != first.get(key) and key not in changes:
-                changes[key] = f"{key}: {first.get(key)} -> {value}"
-    differed = "; ".join(changes.values()) if changes else "nothing"
-    return [
-        f"- {len(runs)} runs made this store; the later ones differed from the first in: {differed}"
-    ]
 
 
 def label(method: str, setting: float) -> str:
