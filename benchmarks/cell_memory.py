@@ -23,8 +23,8 @@ import sys
 CHILD = """
 import json, resource, sys
 import numpy as np
-from pipeline.sweep.kinds.methods import memory, plan, records, tasks
-from pipeline.sweep.kinds.methods.grid import Cell
+from pipeline.kinds.methods import memory, plan, records, tasks
+from pipeline.kinds.methods.grid import Cell
 from pipeline.sweep.timing import Timing
 
 def nbytes(m):

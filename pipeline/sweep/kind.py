@@ -153,13 +153,16 @@ class Grid:
 
 
 class SweepKind(Protocol):
-    """A kind of sweep: one module per kind in ``pipeline.sweep.kinds`` has this interface.
+    """A kind of sweep: its ``sweep`` module (``pipeline.kinds.<kind>.sweep``, or a plug-in's,
+    named by its ``pipeline.kinds.Kind``) has this interface.
 
     - ``SCHEMA``: what its store holds (``pipeline.results``), named by the store's ``kind``;
     - ``SECTION``: the config section holding its settings, set only when the config's
-      ``kind`` is this kind (None: none, as the default ``methods`` sweep reads ``grid``),
-      and ``CONFIG``: the dataclass that types the section (keys, types, defaults, and each
-      field's docstring, which ``--help`` and the config reference show);
+      ``kind`` is this kind (None: its keys are at the top level, as the default ``methods``
+      sweep reads ``grid``), and ``CONFIG``: the dataclass that types the section, or the
+      top-level keys (keys, types, defaults, and each field's docstring, which ``--help``
+      and the config reference show; ``pipeline.sweep.config.schema.sweep_config`` makes
+      the whole config's schema of every installed kind's);
     - ``validate(cfg)``: raise ``ConfigError`` naming the first invalid key of its section;
     - ``grid(cfg)``: the ``Grid`` of a validated config;
     - ``submit(client, grid, cells, *, store)``: send ``cells`` to the Dask ``client``;
@@ -177,7 +180,7 @@ class SweepKind(Protocol):
 
     SCHEMA: Schema
     SECTION: str | None
-    CONFIG: type  # where SECTION is set
+    CONFIG: type
 
     def validate(self, cfg) -> None: ...
 

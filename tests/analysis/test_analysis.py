@@ -13,6 +13,7 @@ from pipeline.analysis import analyze
 from pipeline.analysis.base import runs_lines
 from pipeline.analyze import main
 from pipeline.kinds.methods import report as methods_report
+from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.report.paper import CLAIMS, PAPER_SIZES, READINGS, compare
 from pipeline.kinds.methods.report.readings import EXACT_TRANSITIONS, Point, pareto, payoff, points
 from pipeline.kinds.methods.report.sequence import decoding_table, smoothing_table
@@ -25,7 +26,6 @@ from pipeline.kinds.methods.report.tables import (
 )
 from pipeline.kinds.methods.results import SCHEMA, noise_lines, summary
 from pipeline.methods import BUILTIN
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import template
 
 from sweeping import composed

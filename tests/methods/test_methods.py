@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from pipeline.inference import filtering, sample
+from pipeline.kinds.methods import plan, records
+from pipeline.kinds.methods.grid import Cell
 from pipeline.methods import BUILTIN, approximate, check_setting
 from pipeline.metrics import total_variation
 from pipeline.models import build_model
 from pipeline.operators import toarray
-from pipeline.sweep.kinds.methods import plan, records
-from pipeline.sweep.kinds.methods.grid import Cell
 from pipeline.sweep.timing import Timing
 
 from helpers import random_hmm

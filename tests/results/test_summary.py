@@ -3,8 +3,8 @@
 import numpy as np
 from omegaconf import OmegaConf
 
+from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.results import SCHEMA, summary
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import template
 
 from sweeping import composed

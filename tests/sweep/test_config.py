@@ -17,6 +17,7 @@ import pytest
 from omegaconf import ListConfig, OmegaConf
 
 from pipeline.kinds import KINDS
+from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.results import SCHEMA
 from pipeline.sweep import run
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
@@ -33,7 +34,6 @@ from pipeline.sweep.config import (
 from pipeline.sweep.config.clusters import cluster_file, load_clusters
 from pipeline.sweep.config.compose import USER_CONFIG, replaceable, user_configs
 from pipeline.sweep.config.validation import NAME_MARGIN
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.lock import lock_path
 from pipeline.sweep.main import check_overrides, main
 from pipeline.sweep.store import ResultStore
@@ -89,7 +89,8 @@ BAD = {
     ),
     "an_added_key": (
         ["+foo=1"],
-        "foo: unknown key; allowed: kind, grid, model, cluster, timing, store, overwrite",
+        "foo: unknown key; allowed: kind, cluster, store, overwrite, performance_report, retries, "
+        "max_cells, flush_seconds, progress_seconds, grid, model, timing",
     ),
     "an_added_typo_of_a_key": (
         ["+grid.seed=[1,2]"],

@@ -7,10 +7,10 @@ import itertools
 import pytest
 from omegaconf import OmegaConf, open_dict
 
+from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.results import SCHEMA
 from pipeline.sweep.config import compose, register, validate
 from pipeline.sweep.kind import installed
-from pipeline.sweep.kinds.methods import MethodsGrid
 from pipeline.sweep.main import check_overrides
 from pipeline.sweep.store import ResultStore
 

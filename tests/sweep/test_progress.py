@@ -6,10 +6,10 @@ import time
 
 import numpy as np
 
+from pipeline.kinds.training import sweep as training
+from pipeline.kinds.training.grid import TrainingCell
+from pipeline.kinds.training.tasks import train_cell
 from pipeline.sweep.config import validate
-from pipeline.sweep.kinds import training
-from pipeline.sweep.kinds.training.grid import TrainingCell
-from pipeline.sweep.kinds.training.tasks import train_cell
 from pipeline.sweep.progress import Progress, follow
 
 from helpers import corpus_folder

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from pipeline.kinds.methods import records, tasks
+from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.results import SCHEMA
+from pipeline.kinds.methods.timed import timed_runs
 from pipeline.sweep import timing
-from pipeline.sweep.kinds.methods import records, tasks
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
-from pipeline.sweep.kinds.methods.timed import timed_runs
 from pipeline.sweep.timing import Timing, blas_threads, clocked, once
 
 from sweeping import assert_warmup_attributes, composed

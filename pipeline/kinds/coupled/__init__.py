@@ -8,5 +8,5 @@ from pipeline.kinds.base import Kind
 from pipeline.kinds.coupled.results import SCHEMA
 
 KIND = Kind(
-    SCHEMA, sweep="pipeline.sweep.kinds.coupled", report="pipeline.kinds.coupled.report:analyze"
+    SCHEMA, sweep="pipeline.kinds.coupled.sweep", report="pipeline.kinds.coupled.report:analyze"
 )

@@ -9,6 +9,6 @@ from pipeline.kinds.kernel_features.results import SCHEMA
 
 KIND = Kind(
     SCHEMA,
-    sweep="pipeline.sweep.kinds.kernel_features",
+    sweep="pipeline.kinds.kernel_features.sweep",
     report="pipeline.kinds.kernel_features.report:analyze",
 )

@@ -8,5 +8,5 @@ from pipeline.kinds.base import Kind
 from pipeline.kinds.methods.results import SCHEMA
 
 KIND = Kind(
-    SCHEMA, sweep="pipeline.sweep.kinds.methods", report="pipeline.kinds.methods.report:analyze"
+    SCHEMA, sweep="pipeline.kinds.methods.sweep", report="pipeline.kinds.methods.report:analyze"
 )

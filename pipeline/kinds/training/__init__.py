@@ -8,5 +8,5 @@ from pipeline.kinds.base import Kind
 from pipeline.kinds.training.results import SCHEMA
 
 KIND = Kind(
-    SCHEMA, sweep="pipeline.sweep.kinds.training", report="pipeline.kinds.training.report:analyze"
+    SCHEMA, sweep="pipeline.kinds.training.sweep", report="pipeline.kinds.training.report:analyze"
 )

@@ -10,9 +10,11 @@ import dataclasses
 import difflib
 import os
 import tempfile
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -135,6 +137,14 @@ def choices(default, allowed):
     if callable(default):
         return field(default_factory=default, metadata={"allowed": allowed})
     return field(default=default, metadata={"allowed": allowed})
+
+
+def optional(hint):
+    """``X | None`` as ``Optional[X]``, which every OmegaConf 2.x understands."""
+    if isinstance(hint, types.UnionType):
+        (inner,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return Optional[inner]  # noqa: UP045 - OmegaConf needs typing.Optional
+    return hint
 
 
 def check_ranges(section, schema: type, prefix: str = "") -> None:

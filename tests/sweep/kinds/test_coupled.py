@@ -10,11 +10,11 @@ from matplotlib.image import imread
 from pipeline.analysis import analyze
 from pipeline.coupled import exact
 from pipeline.coupled.family import build
+from pipeline.kinds.coupled import sweep as coupled
+from pipeline.kinds.coupled.grid import CoupledCell
+from pipeline.kinds.coupled.tasks import coupled_cell
 from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError, validate
-from pipeline.sweep.kinds import coupled
-from pipeline.sweep.kinds.coupled import CoupledCell
-from pipeline.sweep.kinds.coupled.tasks import coupled_cell
 
 from sweeping import assert_warmup_attributes, composed
 

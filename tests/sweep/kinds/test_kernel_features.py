@@ -7,10 +7,11 @@ import xarray as xr
 from matplotlib.image import imread
 
 from pipeline.analysis import analyze
+from pipeline.kinds.kernel_features import sweep as kernel_features
+from pipeline.kinds.kernel_features.grid import FeaturesCell
+from pipeline.kinds.kernel_features.tasks import features_cell
 from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError, validate
-from pipeline.sweep.kinds import kernel_features
-from pipeline.sweep.kinds.kernel_features import FeaturesCell, features_cell
 
 from sweeping import assert_warmup_attributes, composed
 

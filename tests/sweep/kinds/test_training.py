@@ -10,14 +10,14 @@ from matplotlib.image import imread
 from pipeline.analysis import analyze
 from pipeline.hmmlm.parameters import transition_matrix
 from pipeline.hmmlm.saved import load
+from pipeline.kinds.training import sweep as training
+from pipeline.kinds.training.grid import TrainingCell
+from pipeline.kinds.training.tasks import model_file, train_cell
 from pipeline.methods import approximate
 from pipeline.models import build_model
 from pipeline.operators import LowRank, toarray
 from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError, validate
-from pipeline.sweep.kinds import training
-from pipeline.sweep.kinds.training.grid import TrainingCell
-from pipeline.sweep.kinds.training.tasks import model_file, train_cell
 
 from helpers import corpus_folder
 from sweeping import assert_warmup_attributes, composed

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
+from pipeline.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.kinds.methods.results import DIMS
-from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 
 from sweeping import composed
 

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from pipeline.inference import decoder
+from pipeline.kinds.methods import memory, records, sequence, spilled, tasks
+from pipeline.kinds.methods.sweep import check_memory
 from pipeline.methods import approximate
 from pipeline.models import build_model
 from pipeline.sweep.cluster import MEMORY, connect, memory_resource, worker_memory
 from pipeline.sweep.config import ConfigError, validate
-from pipeline.sweep.kinds.methods import check_memory, memory, records, sequence, spilled, tasks
 
 from sweeping import composed
 

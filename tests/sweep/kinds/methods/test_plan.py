@@ -12,12 +12,13 @@ from inference import brute_force
 
 from pipeline.inference import filtering
 from pipeline.kinds.base import status_variables
+from pipeline.kinds.methods import plan, records, spilled, tasks, timed
+from pipeline.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.kinds.methods.results import MODES, VARIABLES
+from pipeline.kinds.methods.sweep import plan_settings
 from pipeline.methods import approximate
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_variation
 from pipeline.operators import toarray
-from pipeline.sweep.kinds.methods import plan, plan_settings, records, spilled, tasks, timed
-from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.sweep.timing import Timing
 
 from sweeping import composed

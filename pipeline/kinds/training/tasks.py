@@ -16,8 +16,8 @@ from pipeline.hmmlm.parameters import Kernel, initial, parse, transition_matrix
 from pipeline.hmmlm.split import split
 from pipeline.hmmlm.train import Schedule, perplexity, train
 from pipeline.kinds.training import results
+from pipeline.kinds.training.grid import Settings, TrainingCell
 from pipeline.operators import toarray
-from pipeline.sweep.kinds.training.grid import Settings, TrainingCell
 from pipeline.sweep.progress import cell_says
 from pipeline.sweep.timing import once
 

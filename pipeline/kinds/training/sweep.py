@@ -7,11 +7,12 @@ HMM LM per cell ``(n_states, parameterisation, seed)`` as a Dask task (``tasks.t
 until its validation perplexity stops improving, and stores, per cell, the validation
 perplexity after every epoch, the test perplexity at the best epoch, the seconds of every
 epoch, the Kneser-Ney baselines of the same split and how much of the held-out n-grams
-training holds (``pipeline.kinds.training.results``). Each trained model is saved next to the
-store, in ``<store name>_models/`` (``<n_states>-<parameterisation>-<seed>.npz``), where
-the ``hmmlm`` model family reads it; with ``training.grow`` a cell starts from the saved
-model of half its states, so its task waits for that one's. ``grid`` holds the cells,
-``tasks`` what the workers run; this module validates the section and submits the cells.
+training holds (``results``). Each trained model is saved next to the store, in
+``<store name>_models/`` (``<n_states>-<parameterisation>-<seed>.npz``), where the
+``hmmlm`` model family reads it; with ``training.grow`` a cell starts from the saved model
+of half its states, so its task waits for that one's. ``config`` types the section,
+``grid`` holds the cells, ``tasks`` what the workers run; this module, the kind's
+``pipeline.sweep.kind.SweepKind``, checks the section and submits the cells.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from pipeline import corpus as corpora
 from pipeline.hmmlm import clusters, data
 from pipeline.hmmlm.parameters import PARAMETERISATIONS, parse
 from pipeline.kinds.training import results
+from pipeline.kinds.training.config import TrainingConfig
+from pipeline.kinds.training.grid import TrainingCell, TrainingGrid, grid
+from pipeline.kinds.training.tasks import grown_from, load_corpus, train_cell
 from pipeline.sweep.config import check_list
 from pipeline.sweep.config.errors import ConfigError
-from pipeline.sweep.config.schema import TrainingConfig
-from pipeline.sweep.kinds.training.grid import TrainingCell, TrainingGrid, grid
-from pipeline.sweep.kinds.training.tasks import grown_from, load_corpus, train_cell
 
 SCHEMA = results.SCHEMA
 SECTION = "training"

@@ -1,10 +1,12 @@
 """The methods sweep (the default kind): approximation methods against exact inference.
 
-``grid`` (``pipeline.sweep.config.schema.GridConfig``) names model families and their
-sizes, methods and their settings, seeds, modes and the horizon; every cell runs one
-approximation against its exact reference and stores what ``pipeline.kinds.methods.results``
-lists. ``grid`` holds the cells, ``plan`` the shared work as Dask tasks, ``tasks`` what
-the workers run.
+``grid`` (``config.GridConfig``) names model families and their sizes, methods and their
+settings, seeds, modes and the horizon; every cell runs one approximation against its exact
+reference and stores what ``results`` lists. ``config`` types the keys, ``grid`` holds the
+cells, ``plan`` the shared work as Dask tasks, ``tasks`` (and ``timed``, ``sequence``) what
+the workers run, ``records`` what they hand each other, ``memory`` what a cell needs. This
+module, the kind's ``pipeline.sweep.kind.SweepKind``, checks the keys, estimates the
+memory, and submits the cells.
 """
 
 from __future__ import annotations
@@ -16,24 +18,37 @@ from pathlib import Path
 from distributed import Client, Future
 from distributed.system import MEMORY_LIMIT
 
-from pipeline.kinds.methods import results
-from pipeline.methods import METHODS, PluginError
-from pipeline.models import FAMILIES, ParameterError, check_model, verify_model
-from pipeline.sweep.cluster import MEMORY, memory_resource
-from pipeline.sweep.config import check_list
-from pipeline.sweep.config.errors import ConfigError
-from pipeline.sweep.kinds.methods import memory, plan
-from pipeline.sweep.kinds.methods.grid import (
+from pipeline.kinds.methods import memory, plan, results
+from pipeline.kinds.methods.config import MethodsConfig
+from pipeline.kinds.methods.grid import (
     Cell,
     MethodsGrid,
     family_sizes,
     grid_methods,
     model_parameters,
 )
+from pipeline.methods import METHODS, PluginError
+from pipeline.models import FAMILIES, ParameterError, check_model, verify_model
+from pipeline.sweep.cluster import MEMORY, memory_resource
+from pipeline.sweep.config import check_list
+from pipeline.sweep.config.errors import ConfigError
 
 SCHEMA = results.SCHEMA
 SECTION = None
+CONFIG = MethodsConfig
 summary = results.summary
+
+__all__ = [
+    "CONFIG",
+    "SCHEMA",
+    "SECTION",
+    "check_memory",
+    "grid",
+    "submit",
+    "summary",
+    "validate",
+    "verify",
+]
 
 
 def grid(cfg) -> MethodsGrid:

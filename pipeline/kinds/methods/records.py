@@ -11,9 +11,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipeline.kinds.methods import spilled
 from pipeline.methods import Approximation
 from pipeline.models import HMM
-from pipeline.sweep.kinds.methods import spilled
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,8 @@ from typing import cast
 import numpy as np
 
 from pipeline.inference import filtering, filtering_chunks
-from pipeline.models import HMM
-from pipeline.sweep.kinds.methods import sequence
-from pipeline.sweep.kinds.methods.records import (
+from pipeline.kinds.methods import sequence
+from pipeline.kinds.methods.records import (
     Built,
     Model,
     Reference,
@@ -23,6 +22,7 @@ from pipeline.sweep.kinds.methods.records import (
     Unbuilt,
     history_steps,
 )
+from pipeline.models import HMM
 from pipeline.sweep.timing import Timing
 
 

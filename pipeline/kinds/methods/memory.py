@@ -25,12 +25,12 @@ import numpy as np
 
 from pipeline.inference.decoder import POINTER_BYTES
 from pipeline.inference.smoother import checkpoint_steps
+from pipeline.kinds.methods import sequence
+from pipeline.kinds.methods.records import HISTORY_BYTES, history_steps
+from pipeline.kinds.methods.sequence import segment_steps
 from pipeline.methods import approximate
 from pipeline.models import build_model, check_model, model_bytes
 from pipeline.operators import stored_entries
-from pipeline.sweep.kinds.methods import sequence
-from pipeline.sweep.kinds.methods.records import HISTORY_BYTES, history_steps
-from pipeline.sweep.kinds.methods.sequence import segment_steps
 
 SMALL = (1024, 2048)
 """The sizes a family and method are measured at."""

@@ -32,10 +32,10 @@ from dask.base import tokenize
 from dask.delayed import Delayed
 from distributed import Client, Future
 
+from pipeline.kinds.methods import memory, records, tasks, timed
+from pipeline.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.models import gamma_exact_max_states, seeded
 from pipeline.sweep.failures import TRANSIENT, CellError
-from pipeline.sweep.kinds.methods import memory, records, tasks, timed
-from pipeline.sweep.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.sweep.timing import Timing
 
 

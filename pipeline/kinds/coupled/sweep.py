@@ -3,25 +3,21 @@ and top-p in weakly coupled HMMs (Thon and Kersting, *Distributed Relational Sta
 Representations for Complex Stochastic Processes*).
 
 A config with a ``coupled`` section (``experiment=coupled``, ``coupled_smoke``) computes one
-cell per ``(model, chains, n_states, eps, seed, observe)`` as a Dask task
-(``tasks.coupled_cell``):
-``model`` is the ``coupled`` family (seeded mixed-memory chains) or a relational spec of
-``conf/relational`` grounded at a domain (``pipeline.coupled.relational``); ``eps`` is the
-coupling; ``observe`` what is observed. Each cell samples a path of the model, observes
-every ``observe_every`` steps and runs every method on it (``tasks.compare``);
-the store keeps what ``pipeline.kinds.coupled.results`` lists.
+cell per ``(model, chains, n_states, eps, seed, observe)`` (``grid``) as a Dask task
+(``tasks.coupled_cell``): ``model`` is the ``coupled`` family (seeded mixed-memory chains)
+or a relational spec of ``conf/relational`` grounded at a domain (``specs``); ``eps`` is
+the coupling; ``observe`` what is observed. Each cell samples a path of the model, observes
+every ``observe_every`` steps and runs every method on it (``tasks.compare``); the store
+keeps what ``results`` lists. This module is the kind's ``pipeline.sweep.kind.SweepKind``:
+it checks the section and submits the cells.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
 from math import isqrt
 from pathlib import Path
-from typing import NamedTuple
 
 from distributed import Client, Future
 from omegaconf import OmegaConf
@@ -29,130 +25,26 @@ from omegaconf import OmegaConf
 from pipeline.coupled import family
 from pipeline.coupled.model import OBSERVE
 from pipeline.kinds.coupled import results
+from pipeline.kinds.coupled.config import CoupledConfig
+from pipeline.kinds.coupled.grid import CoupledCell, CoupledGrid, chain_sizes, grid
+from pipeline.kinds.coupled.specs import grounded, known_specs, spec_path
+from pipeline.kinds.coupled.tasks import coupled_cell
 from pipeline.models import ParameterError
 from pipeline.operators.lowrank import MAX_DENSE
 from pipeline.sweep.config import as_dict, check_list
 from pipeline.sweep.config.errors import ConfigError
-from pipeline.sweep.config.schema import CoupledConfig
-from pipeline.sweep.config.specs import known_specs, spec_path
-from pipeline.sweep.kind import Grid, submit_each
-from pipeline.sweep.kinds.coupled.tasks import FAMILY, Settings, coupled_cell, grounded
+from pipeline.sweep.kind import submit_each
 
 SCHEMA = results.SCHEMA
 SECTION = "coupled"
 CONFIG = CoupledConfig
 summary = results.summary
 
+__all__ = ["CONFIG", "SCHEMA", "SECTION", "grid", "submit", "summary", "validate"]
+
 EXACT_MAX_STATES = isqrt(MAX_DENSE)
 """The most joint states ``exact_max_states`` allows: exact Viterbi and top-p on the joint
 chain hold its matrix (``pipeline.operators.lowrank.MAX_DENSE`` entries)."""
-
-
-class CoupledCell(NamedTuple):
-    model: str
-    chains: int
-    n_states: int
-    eps: float
-    seed: int
-    observe: str
-
-
-@dataclass(frozen=True)
-class CoupledGrid(Grid):
-    """The cells of a validated config's ``coupled`` section.
-
-    ``shapes`` maps each model to its ``(chains, n_states)`` pairs; ``domains`` maps a
-    relational model's pair to its domain (JSON of type -> number of constants kept).
-    """
-
-    models: tuple[str, ...]
-    shapes: dict[str, tuple[tuple[int, int], ...]]
-    domains: dict[tuple[str, int, int], str]
-    eps: tuple[float, ...]
-    seeds: tuple[int, ...]
-    observe: tuple[str, ...]
-    settings: Settings
-
-    Cell = CoupledCell
-
-    @property
-    def chains(self) -> tuple[int, ...]:
-        return tuple(sorted({k for pairs in self.shapes.values() for k, _ in pairs}))
-
-    @property
-    def n_states(self) -> tuple[int, ...]:
-        return tuple(sorted({n for pairs in self.shapes.values() for _, n in pairs}))
-
-    def observed(self, model: str) -> tuple[str, ...]:
-        """What ``model``'s cells observe: every setting for the family, chain symbols for specs."""
-        return self.observe if model == FAMILY else ("chain",)
-
-    def axes(self) -> dict[str, Sequence]:
-        return {
-            "model": self.models,
-            "chains": self.chains,
-            "n_states": self.n_states,
-            "eps": self.eps,
-            "seed": self.seeds,
-            "observe": self.observe,
-            "p": tuple(float(p) for p in self.settings.topp),
-            "t": range(self.settings.horizon + 1),
-        }
-
-    def cells(self) -> list[CoupledCell]:
-        """Every cell, the largest joint chains first (they take longest)."""
-        cells = [
-            CoupledCell(m, k, n, e, s, o)
-            for m in self.models
-            for k, n in self.shapes[m]
-            for e in self.eps
-            for s in self.seeds
-            for o in self.observed(m)
-        ]
-        return sorted(cells, key=lambda c: -(c.n_states**c.chains))
-
-    def identity(self) -> dict:
-        return {
-            "kind": SCHEMA.name,
-            "shapes": {m: [list(p) for p in pairs] for m, pairs in self.shapes.items()},
-            "domains": sorted([*key, value] for key, value in self.domains.items()),
-            "eps": self.eps,
-            "seeds": self.seeds,
-            "observe": self.observe,
-            **dataclasses.asdict(self.settings),
-        }
-
-
-def grid(cfg) -> CoupledGrid:
-    """The grid of a validated config."""
-    section = as_dict(cfg.coupled, resolve=True)
-    chains = sorted(section.pop("chains"))
-    sizes = section.pop("n_states")
-    shapes = {FAMILY: tuple((k, n) for k in chains for n in sorted(_sizes(sizes, k)))}
-    domains = {}
-    for name, entries in section.pop("relational").items():
-        pairs = []
-        for counts in entries:
-            domain = json.dumps(counts, sort_keys=True)
-            model = grounded(name, domain, 0.0).model
-            pair = (model.chains, model.sizes[0])
-            pairs.append(pair)
-            domains[(name, *pair)] = domain
-        shapes[name] = tuple(sorted(pairs))
-    return CoupledGrid(
-        models=tuple(shapes),
-        shapes=shapes,
-        domains=domains,
-        eps=tuple(sorted(float(e) for e in section.pop("eps"))),
-        seeds=tuple(sorted(section.pop("seeds"))),
-        observe=tuple(section.pop("observe")),
-        settings=Settings(**section | {"topp": tuple(section["topp"])}),
-    )
-
-
-def _sizes(sizes, chains: int) -> list[int]:
-    """The per-chain sizes of ``chains`` chains: a list for every chain count, or a mapping."""
-    return sizes if isinstance(sizes, list) else sizes.get(chains, sizes.get(str(chains), []))
 
 
 def validate(cfg) -> None:
@@ -180,8 +72,8 @@ def validate(cfg) -> None:
         )
     for k in section.chains:
         key = f"coupled.n_states.{k}" if isinstance(sizes, dict) else "coupled.n_states"
-        check_list(key, _sizes(sizes, k), int, "integers >= 2")
-        for n, e, o in itertools.product(_sizes(sizes, k), section.eps, section.observe):
+        check_list(key, chain_sizes(sizes, k), int, "integers >= 2")
+        for n, e, o in itertools.product(chain_sizes(sizes, k), section.eps, section.observe):
             try:
                 family.check(
                     k,

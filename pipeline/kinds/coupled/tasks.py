@@ -14,77 +14,28 @@ only what needs no exact run is measured: the sampled path's probability under e
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pipeline.coupled import exact as joint
-from pipeline.coupled import family, meanfield, relational
+from pipeline.coupled import family, meanfield
 from pipeline.coupled.model import CoupledHMM
 from pipeline.coupled.viterbi import chainwise_viterbi
 from pipeline.inference import filtering
+from pipeline.kinds.coupled.grid import FAMILY, CoupledCell, Settings
+from pipeline.kinds.coupled.specs import grounded
 from pipeline.methods import approximate
 from pipeline.metrics import total_variation
-from pipeline.sweep.config.specs import load_spec
 from pipeline.sweep.timing import Timing, clocked
-
-FAMILY = "coupled"
-"""The ``model`` coordinate of the seeded mixed-memory family; other values name specs."""
 
 SAMPLING_STREAM = 0xC0DE
 """Mixed into the seed of the sampled path, apart from the model's own draws."""
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The ``coupled`` section's settings every cell shares (``CoupledConfig``), as given."""
-
-    n_observations: int
-    alpha: float
-    horizon: int
-    observe_every: int
-    topp: tuple[float, ...]
-    tolerance: float
-    max_iterations: int
-    exact_max_states: int
-    repeats: int
-    budget: float
-
-    @property
-    def timing(self) -> Timing:
-        """Every method timed in rounds: at least one, as many as fit ``budget`` seconds,
-        at most ``repeats``."""
-        return Timing(repeats=1, min_seconds=self.budget, max_repeats=self.repeats)
-
-
-@functools.cache
-def grounded(name: str, domain: str, eps: float):
-    """The relational spec ``name`` grounded at ``domain`` (JSON of type -> constants kept)
-    with coupling ``eps``; once per worker process."""
-    spec = load_spec(name)
-    counts = json.loads(domain)
-    types = spec["types"]
-    for kind, count in counts.items():
-        if kind not in types:
-            raise ValueError(f"unknown type {kind!r} in a domain; allowed: {', '.join(types)}")
-        if (
-            isinstance(count, bool)
-            or not isinstance(count, int)
-            or not 1 <= count <= len(types[kind])
-        ):
-            raise ValueError(
-                f"a domain keeps {count!r} constants of {kind}; allowed: 1 to {len(types[kind])}"
-            )
-    return relational.ground(
-        spec, eps=eps, domain={t: list(types[t])[:c] for t, c in counts.items()}
-    )
-
-
-def build(domains: dict, cell, settings: Settings) -> CoupledHMM:
-    """The model of ``cell`` (a ``CoupledCell``); ``domains`` maps a relational model's
+def build(domains: dict, cell: CoupledCell, settings: Settings) -> CoupledHMM:
+    """The model of ``cell``; ``domains`` maps a relational model's
     ``(model, chains, n_states)`` to its domain."""
     if cell.model == FAMILY:
         return family.build(
@@ -99,7 +50,7 @@ def build(domains: dict, cell, settings: Settings) -> CoupledHMM:
     return grounded(cell.model, domains[(cell.model, cell.chains, cell.n_states)], cell.eps).model
 
 
-def coupled_cell(cell, domains: dict, settings: Settings) -> dict[str, object]:
+def coupled_cell(cell: CoupledCell, domains: dict, settings: Settings) -> dict[str, object]:
     """Sample a path of the cell's model and compare every method on it."""
     model = build(domains, cell, settings)
     rng = np.random.default_rng([cell.seed, SAMPLING_STREAM])

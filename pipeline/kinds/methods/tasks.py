@@ -20,6 +20,17 @@ from typing import NamedTuple
 import numpy as np
 
 from pipeline.inference import FilterResult, filtering, filtering_chunks
+from pipeline.kinds.methods import resident, sequence, spilled
+from pipeline.kinds.methods.records import (
+    Built,
+    Mixing,
+    Model,
+    ModelSpec,
+    Reference,
+    Timed,
+    Unbuilt,
+    history_steps,
+)
 from pipeline.methods import Approximation, approximate
 from pipeline.metrics import (
     doeblin_lower_bound,
@@ -35,17 +46,6 @@ from pipeline.models import HMM, build_model
 from pipeline.operators import entries_at, step_work, stored_entries
 from pipeline.sampling import sample
 from pipeline.sweep.failures import TRANSIENT
-from pipeline.sweep.kinds.methods import resident, sequence, spilled
-from pipeline.sweep.kinds.methods.records import (
-    Built,
-    Mixing,
-    Model,
-    ModelSpec,
-    Reference,
-    Timed,
-    Unbuilt,
-    history_steps,
-)
 from pipeline.sweep.timing import Timing, once
 
 SAMPLING_STREAM = 0x5EED

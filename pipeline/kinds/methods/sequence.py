@@ -28,11 +28,11 @@ import numpy as np
 
 from pipeline.inference import ViterbiResult, path_log_probability, smoothing_chunks, viterbi
 from pipeline.inference.smoother import checkpoint_steps
+from pipeline.kinds.methods import spilled
 from pipeline.methods import Approximation
 from pipeline.metrics import total_variation
 from pipeline.models import HMM
 from pipeline.operators import check_max_product
-from pipeline.sweep.kinds.methods import spilled
 
 MODES = ("smooth", "decode")
 
