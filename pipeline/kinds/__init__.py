@@ -7,6 +7,12 @@ results imports neither Dask nor Hydra. A built-in kind is a folder here whose
 installed packages add (entry-point group ``pipeline.kinds``, each naming a ``Kind``) join
 the built-ins in one ``pipeline.plugins.Registry``, as families and methods do.
 
+A kind's folder holds all of it: ``config`` (its typed settings), ``grid`` (its cells),
+``tasks`` (what the Dask workers run), ``sweep`` (the ``pipeline.sweep.kind.SweepKind``
+interface the engine calls), ``results`` (its store's schema and summary: no Dask, no Hydra)
+and ``report`` (its figures and Markdown: no Dask, no Hydra); ``docs/development.md``, "A
+sweep kind", says what each holds.
+
 The built-ins: ``methods`` (approximations against exact inference), ``training`` (HMM
 language models), ``coupled`` (weakly coupled HMMs) and ``kernel_features`` (random
 features against the softmax).

@@ -7,6 +7,7 @@ import itertools
 import pytest
 from omegaconf import OmegaConf, open_dict
 
+from pipeline.kinds import BUILTIN
 from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.results import SCHEMA
 from pipeline.sweep.config import compose, register, validate
@@ -46,6 +47,11 @@ EXPERIMENTS = {
 }
 """An experiment of each built-in kind, whose every key is perturbed in turn (the training
 one without a banded kernel, whose states cannot be split: training.grow)."""
+
+
+def test_every_built_in_kind_has_an_experiment_to_perturb():
+    assert set(EXPERIMENTS) == set(BUILTIN)
+
 
 OTHER_VALUES = {
     "model.lm.corpus": ["/nonexistent/corpus.txt"],

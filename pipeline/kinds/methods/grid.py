@@ -278,3 +278,8 @@ class MethodsGrid(Grid):
             "gamma_exact_max_states": self.gamma_exact_max_states,
             "timing.enabled": self.timing.enabled,
         } | ({"contents": self.contents} if self.contents else {})
+
+
+def grid(cfg) -> MethodsGrid:
+    """The grid of a validated config."""
+    return MethodsGrid.from_config(cfg)

@@ -24,6 +24,7 @@ from pipeline.kinds.methods.grid import (
     Cell,
     MethodsGrid,
     family_sizes,
+    grid,
     grid_methods,
     model_parameters,
 )
@@ -49,11 +50,6 @@ __all__ = [
     "validate",
     "verify",
 ]
-
-
-def grid(cfg) -> MethodsGrid:
-    """The grid of a validated config."""
-    return MethodsGrid.from_config(cfg)
 
 
 def _validate_methods(grid) -> None:

@@ -11,7 +11,7 @@ from pipeline.metrics import minimal_mixing_rate, total_variation
 from pipeline.models import build_model
 from pipeline.sweep.config import ConfigError, check_list
 from pipeline.sweep.kind import Grid, submit_each
-from ringhmm.mixing import SCHEMA, summary  # noqa: F401 - the interface's summary
+from ringhmm.mixing.results import SCHEMA, summary  # noqa: F401 - the interface's summary
 
 SECTION = "ring_mixing"
 

@@ -1,15 +1,9 @@
-"""``ring_mixing``: a sweep kind of its own, how fast the ring walk forgets where it started.
-
-A cell is one ``(n_states, reach)``: the ring family's transition matrix, its minimal mixing
-rate gamma, and the TV between the walks started at state 0 and at state n/2 after t steps,
-which the contraction of Boyen and Koller bounds by ``(1 - gamma)^t``. This module is what a
-reader of its stores needs (no Dask, no Hydra); the sweep is ``ringhmm.mixing_sweep``, the
-report ``ringhmm.mixing_report``.
-"""
+"""What a ``ring_mixing`` store holds, and the table its sweep prints: what a reader of its
+stores needs (no Dask, no Hydra)."""
 
 import xarray as xr
 
-from pipeline.kinds.base import Kind, Schema, Variable, status_variables, text_table
+from pipeline.kinds.base import Schema, Variable, status_variables, text_table
 
 DIMS = ("n_states", "reach")
 SCHEMA = Schema(
@@ -22,9 +16,6 @@ SCHEMA = Schema(
     },
     coordinates={"n_states": "states n", "reach": "states a row steps forward to", "t": "step"},
 )
-
-KIND = Kind(SCHEMA, sweep="ringhmm.mixing_sweep", report="ringhmm.mixing_report:analyze")
-"""What the entry point ``pipeline.kinds: ring_mixing`` names."""
 
 
 def bound(ds: xr.Dataset) -> xr.DataArray:

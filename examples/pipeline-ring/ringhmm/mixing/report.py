@@ -6,7 +6,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from pipeline.analysis.base import Analysis, save
-from ringhmm.mixing import bound, summary
+from ringhmm.mixing.results import bound, summary
 
 
 def analyze(ds: xr.Dataset, store: Path, out: Path) -> Analysis:
