@@ -26,7 +26,7 @@ from pipeline.kinds.methods.report.tables import (
 )
 from pipeline.kinds.methods.results import SCHEMA, noise_lines, summary
 from pipeline.methods import BUILTIN
-from pipeline.sweep.store import template
+from pipeline.sweep.layout import template
 
 from sweeping import composed
 

@@ -5,7 +5,7 @@ from omegaconf import OmegaConf
 
 from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.results import SCHEMA, summary
-from pipeline.sweep.store import template
+from pipeline.sweep.layout import template
 
 from sweeping import composed
 
