@@ -6,6 +6,7 @@ standard library and numpy: every kind's ``results`` module is built on it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -38,13 +39,28 @@ def status_variables(dims: tuple[str, ...]) -> dict[str, Variable]:
 
 
 @dataclass(frozen=True)
+class Record:
+    """What one cell of a kind computes: a frozen dataclass that subclasses this, one field
+    per variable of its kind's schema but the status ones (``status_variables``), each typed
+    and named as the variable is (``Schema`` checks that they agree). A field's value is the
+    cell's part of the variable: a number, or an array over the variable's own dims (``t``,
+    ``epoch``, ...), in their order."""
+
+    def values(self) -> dict[str, object]:
+        """Variable name -> this cell's value, as the store records it."""
+        return {item.name: getattr(self, item.name) for item in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
 class Schema:
     """What the store of one sweep kind holds.
 
     A cell is one point of ``dims``; every variable's dims start with them (in that order)
     and may add dims of its own (``t``, ``epoch``, ``p``). The store is chunked by the first
     two dims. Where a grid is not a full product, the boolean ``in_grid`` over
-    ``in_grid_dims`` marks which cells exist.
+    ``in_grid_dims`` marks which cells exist. A cell's task returns a ``record``; a schema
+    whose record's fields are not its variables (the status ones aside) is a ``TypeError``
+    where it is made.
     """
 
     name: str
@@ -52,11 +68,23 @@ class Schema:
     dims: tuple[str, ...]
     variables: dict[str, Variable]
     """Every variable written cell by cell; ``done`` is last."""
+    record: type[Record]
+    """What a cell's task returns: a field per variable, but the status ones."""
     coordinates: dict[str, str] = field(default_factory=dict)
     """``long_name`` of each coordinate that has one."""
     in_grid_dims: tuple[str, ...] = ()
     in_grid_name: str = ""
     """``long_name`` of ``in_grid``."""
+
+    def __post_init__(self) -> None:
+        fields = [item.name for item in dataclasses.fields(self.record)]
+        wanted = [name for name in self.variables if name not in status_variables(self.dims)]
+        if sorted(fields) != sorted(wanted):
+            raise TypeError(
+                f"the {self.name} schema's record {self.record.__name__} has the fields "
+                f"{sorted(set(fields) - set(wanted))} that are no variables, and lacks "
+                f"{sorted(set(wanted) - set(fields))}"
+            )
 
 
 def finite_median(array) -> float:

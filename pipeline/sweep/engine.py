@@ -19,6 +19,7 @@ from typing import NamedTuple
 import xarray as xr
 from distributed import Client, as_completed, performance_report
 
+from pipeline.kinds.base import Schema
 from pipeline.results import open_results
 from pipeline.sweep.bounds import check_bounds, check_room
 from pipeline.sweep.cluster import (
@@ -104,7 +105,7 @@ def _gather(client, futures: dict, store: ResultStore, progress: Progress, faile
                         _fail(store, failed, Failure(cell_result.message, rerun=False), [cell])
                         progress.advance(failed=1)
                         continue
-                    store.record(cell, cell_result)
+                    store.record(cell, _values(cell_result, store.schema))
                     progress.advance(finished=1)
             for future in batch:
                 if future in futures and future.status in RECOMPUTED:
@@ -132,6 +133,17 @@ def _gather(client, futures: dict, store: ResultStore, progress: Progress, faile
             store.flush()
         finally:
             progress.close()
+
+
+def _values(record, schema: Schema) -> dict[str, object]:
+    """What a cell's task returned, its kind's ``Record``, as the store records it; a
+    ``TypeError`` for anything else (a kind's error, not the user's)."""
+    if not isinstance(record, schema.record):
+        raise TypeError(
+            f"a cell of the {schema.name} kind returned a {type(record).__name__}; its tasks "
+            f"return a {schema.record.__name__} (pipeline.kinds.base.Record)"
+        )
+    return record.values()
 
 
 def _fail(store: ResultStore, failed: Failures, failure: Failure, cells: list) -> None:

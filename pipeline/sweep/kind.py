@@ -166,8 +166,8 @@ class SweepKind(Protocol):
     - ``validate(cfg)``: raise ``ConfigError`` naming the first invalid key of its section;
     - ``grid(cfg)``: the ``Grid`` of a validated config;
     - ``submit(client, grid, cells, *, store)``: send ``cells`` to the Dask ``client``;
-      return each future with the cells its result holds: one cell's results (a mapping of
-      the schema's variable names to values), or a list of them in order;
+      return each future with the cells its result holds: one cell's record (the schema's
+      ``record``, a field per variable), or a list of them in order;
       ``store`` is the store's path (a kind may save files beside it);
     - ``summary(ds)``: the table the sweep prints at its end;
     - optionally ``verify(grid)``: raise ``ConfigError`` unless what the cells will read (a

@@ -53,10 +53,10 @@ def test_bad_settings_are_one_line_errors(override, expected):
 def test_a_cell_measures_every_feature_count():
     grid = kernel_features.grid(composed(*TINY))
     values = features_cell(FeaturesCell(16, 8.0, "positive"), grid.n_features, grid.settings)
-    tv = values["row_tv"]
-    assert tv.shape == (4,) and tv[-1] < tv[0] and values["rows"] == 16  # all 16 rows
+    tv = values.row_tv
+    assert tv.shape == (4,) and tv[-1] < tv[0] and values.rows == 16  # all 16 rows
     again = features_cell(FeaturesCell(16, 8.0, "positive"), grid.n_features, grid.settings)
-    np.testing.assert_array_equal(again["row_tv"], tv)  # seeded by the cell
+    np.testing.assert_array_equal(again.row_tv, tv)  # seeded by the cell
 
 
 def test_the_sweep_runs_and_reports(client, tmp_path):

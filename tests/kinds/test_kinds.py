@@ -8,7 +8,7 @@ import re
 import pytest
 
 from pipeline.kinds import BUILTIN
-from pipeline.kinds.base import Schema
+from pipeline.kinds.base import Record, Schema, Variable, status_variables
 
 from helpers import REPOSITORY
 
@@ -59,3 +59,19 @@ def test_a_kind_is_one_folder_and_its_sweep_has_the_interface(name):
     for function in ("validate", "grid", "submit", "summary"):
         assert callable(getattr(sweep, function)), function
     assert sweep.grid.__module__ == f"pipeline.kinds.{name}.grid"
+
+
+def test_a_schema_refuses_a_record_that_is_not_its_variables():
+    @dataclasses.dataclass(frozen=True)
+    class Short(Record):
+        tv: float
+
+    variables = {
+        "tv": Variable(("n",), "1", "a TV"),
+        "gamma": Variable(("n",), "1", "a gamma"),
+        **status_variables(("n",)),
+    }
+    with pytest.raises(TypeError, match=r"record Short has the fields \[\] .* lacks \['gamma'\]"):
+        Schema(name="short", dims=("n",), variables=variables, record=Short)
+    schema = Schema(name="short", dims=("n",), variables={"tv": variables["tv"]}, record=Short)
+    assert Short(0.5).values() == {"tv": 0.5} and schema.record is Short

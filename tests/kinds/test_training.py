@@ -104,9 +104,9 @@ def test_a_grown_cell_starts_from_its_half_split(tmp_path):
     sizes, folder = (8, 16), tmp_path / "models"
     parent = train_cell(TrainingCell(8, "neural", 0), grid.settings, folder, sizes)
     child = train_cell(TrainingCell(16, "neural", 0), grid.settings, folder, sizes)
-    assert parent["grown_from"] == 0 and child["grown_from"] == 8
-    best = parent["perplexity"][parent["best_epoch"]]
-    assert child["perplexity"][0] == pytest.approx(best, rel=0.02)
+    assert parent.grown_from == 0 and child.grown_from == 8
+    best = parent.perplexity[parent.best_epoch]
+    assert child.perplexity[0] == pytest.approx(best, rel=0.02)
 
 
 def test_a_corpus_too_small_for_the_vocabulary_is_refused_before_training(tmp_path):
@@ -122,31 +122,29 @@ def test_a_cell_trains_and_measures(tmp_path):
     validate(cfg)
     grid = training.grid(cfg)
     values = train_cell(TrainingCell(8, "kernel_2", 0), grid.settings)
-    perplexity, epochs = values["perplexity"], values["epochs"]
+    perplexity, epochs = values.perplexity, values.epochs
     assert perplexity.shape == (4,) and 2 <= epochs <= 3  # max_epochs 3, patience 2
     assert np.isfinite(perplexity[: epochs + 1]).all() and np.isnan(perplexity[epochs + 1 :]).all()
-    best = values["best_epoch"]
+    best = values.best_epoch
     assert perplexity[best] == np.nanmin(perplexity) < perplexity[0]
-    assert values["test_perplexity"] > 1 and np.isfinite(values["test_perplexity"])
-    assert (
-        np.isnan(values["epoch_seconds"][0]) and (values["epoch_seconds"][1 : epochs + 1] > 0).all()
-    )
-    assert values["n_features"] == 4 and values["tokens_per_second"] > 0
-    assert values["transition_rank"] <= 4  # a kernel of 4 features, no band
+    assert values.test_perplexity > 1 and np.isfinite(values.test_perplexity)
+    assert np.isnan(values.epoch_seconds[0]) and (values.epoch_seconds[1 : epochs + 1] > 0).all()
+    assert values.n_features == 4 and values.tokens_per_second > 0
+    assert values.transition_rank <= 4  # a kernel of 4 features, no band
     # The text repeats one sentence: 'the' is followed by cat, mat or dog, which a bigram
     # model cannot tell apart; two words of history can (each of the 10 held-out streams
     # starts without any, so even the 5-gram stays above 1.3).
-    kn2, kn3, kn4, kn5, mkn2, mkn3, mkn4, mkn5 = values["baseline_perplexity"]
-    assert kn2 > 1.7 and kn5 <= kn4 <= kn3 < 1.4 and len(values["split"]) == 16
+    kn2, kn3, kn4, kn5, mkn2, mkn3, mkn4, mkn5 = values.baseline_perplexity
+    assert kn2 > 1.7 and kn5 <= kn4 <= kn3 < 1.4 and len(values.split) == 16
     assert mkn2 > 1.7 and max(mkn3, mkn4, mkn5) < 1.5
     # every held-out n-gram of the one repeated sentence is in training; streams of 7 tokens
     # have no 8-grams
-    np.testing.assert_array_equal(values["seen_validation"], [1, 1, 1, np.nan])
-    assert values["stopped"] in ("patience", "max_epochs") and values["grown_from"] == 0
+    np.testing.assert_array_equal(values.seen_validation, [1, 1, 1, np.nan])
+    assert values.stopped in ("patience", "max_epochs") and values.grown_from == 0
     # 4 clusters of 2 states over 8 words: prior 8, emissions 2 x 8 (a state emits only its
     # cluster's words), U and V 8 x 8, W 4 x 8
-    assert values["stored_parameters"] == 8 + 2 * 8 + 2 * 64 + 32
-    assert values["training_bytes"] > 4 * 4 * values["stored_parameters"]  # float32: x, m, v, best
+    assert values.stored_parameters == 8 + 2 * 8 + 2 * 64 + 32
+    assert values.training_bytes > 4 * 4 * values.stored_parameters  # float32: x, m, v, best
 
 
 def test_lm_smoke_runs_resumes_and_reports(client, tmp_path, caplog):

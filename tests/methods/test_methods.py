@@ -109,7 +109,7 @@ def test_every_stored_bound_holds_at_every_step(method, family, corpus):
         spec = records.ModelSpec(family, n, seed, params)
         cells = [c for c in _cells(method, family, n) if c.seed == seed]
         for cell, result in zip(cells, plan.run_model(spec, cells, settings), strict=True):
-            values = result
+            values = result.values()
             tv = values["tv"]
             assert np.isfinite(tv).all(), cell
             for name in ("certificate", "bound", "bound_linear"):

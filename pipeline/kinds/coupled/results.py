@@ -10,9 +10,13 @@ large for an exact run. ``summary`` is the table a sweep prints at its end.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
+import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import Schema, Variable, shown, status_variables
+from pipeline.kinds.base import Record, Schema, Variable, shown, status_variables
 
 DIMS = ("model", "chains", "n_states", "eps", "seed", "observe")
 """The dimensions of a coupled cell."""
@@ -135,10 +139,45 @@ VARIABLES: dict[str, Variable] = {
 }
 
 
+@dataclass(frozen=True)
+class CoupledRecord(Record):
+    """What one cell computes (``tasks.compare``), a field per variable of ``VARIABLES``
+    (whose meaning it has); T = horizon + 1 steps, P top-p masses. What is measured against
+    exact inference is NaN where the joint chain is too large for it (the default)."""
+
+    iterations: int
+    converged: float  # 1 or 0: stored as a bool
+    viterbi_iterations: int
+    viterbi_converged: float  # 1 or 0: stored as a bool
+    runtime_mean_field: float
+    runtime_mean_field_filter: float
+    runtime_viterbi: float
+    log_joint_truth: float
+    log_joint_viterbi: float
+    truth_mean_field: float
+    n_joint: int
+    tv_mean_field: np.ndarray | float = math.nan  # (T,)
+    tv_mean_field_smoothed: np.ndarray | float = math.nan  # (T,)
+    tv_mean_field_chain_mean: np.ndarray | float = math.nan  # (T,)
+    tv_mean_field_smoothed_chain_mean: np.ndarray | float = math.nan  # (T,)
+    tv_topp: np.ndarray | float = math.nan  # (P, T)
+    runtime_topp: np.ndarray | float = math.nan  # (P,)
+    topp_density: np.ndarray | float = math.nan  # (P,)
+    runtime_exact: float = math.nan
+    runtime_exact_viterbi: float = math.nan
+    runtime_exact_joint: float = math.nan
+    viterbi_hamming: float = math.nan
+    viterbi_logprob_gap: float = math.nan
+    log_joint_exact: float = math.nan
+    log_evidence: float = math.nan
+    truth_exact: float = math.nan
+
+
 SCHEMA = Schema(
     name="coupled",
     dims=DIMS,
     variables=VARIABLES,
+    record=CoupledRecord,
     coordinates={
         "model": "coupled: seeded mixed-memory chains; others: relational specs grounded",
         "chains": "number of chains k",

@@ -25,6 +25,7 @@ from pipeline.coupled.model import CoupledHMM
 from pipeline.coupled.viterbi import chainwise_viterbi
 from pipeline.inference import filtering
 from pipeline.kinds.coupled.grid import FAMILY, CoupledCell, Settings
+from pipeline.kinds.coupled.results import CoupledRecord
 from pipeline.kinds.coupled.specs import grounded
 from pipeline.methods import approximate
 from pipeline.metrics import total_variation
@@ -50,7 +51,7 @@ def build(domains: dict, cell: CoupledCell, settings: Settings) -> CoupledHMM:
     return grounded(cell.model, domains[(cell.model, cell.chains, cell.n_states)], cell.eps).model
 
 
-def coupled_cell(cell: CoupledCell, domains: dict, settings: Settings) -> dict[str, object]:
+def coupled_cell(cell: CoupledCell, domains: dict, settings: Settings) -> CoupledRecord:
     """Sample a path of the cell's model and compare every method on it."""
     model = build(domains, cell, settings)
     rng = np.random.default_rng([cell.seed, SAMPLING_STREAM])
@@ -92,10 +93,10 @@ def compare(
     tolerance: float,
     max_iterations: int,
     timing: Timing,
-) -> dict[str, object]:
+) -> CoupledRecord:
     """Every method on ``observations`` (T,) of ``model``, whose sampled path is ``paths``
-    (T, k), timed in rounds by ``timing``: variable name -> value (arrays over ``p`` and
-    ``t`` where the variable has them; a runtime is the median over rounds)."""
+    (T, k), timed in rounds by ``timing``: the cell's record (arrays over ``p`` and ``t``
+    where the variable has them; a runtime is the median over rounds)."""
     kw = {"tolerance": tolerance, "max_iterations": max_iterations}
     # each method's run: results of different types, each read by its name below
     runs: dict[str | tuple[str, int], Callable[[], Any]] = {
@@ -120,7 +121,7 @@ def compare(
     first = {name: found[0][0] for name, found in rounds.items()}
     seconds = {name: float(np.median([s for _, s in found])) for name, found in rounds.items()}
     smoothed, hard = first["mean_field"], first["viterbi"]
-    values = {
+    values: dict[str, Any] = {  # what needs no exact run
         "iterations": smoothed.iterations,
         "converged": float(smoothed.converged),
         "viterbi_iterations": hard.iterations,
@@ -133,8 +134,8 @@ def compare(
         "truth_mean_field": _truth(smoothed.marginals, paths),
         "n_joint": model.n_joint,
     }
-    if not exact:  # the store keeps NaN for everything measured against exact
-        return values
+    if not exact:  # NaN for everything measured against exact
+        return CoupledRecord(**values)
     filtered, reference = first["mean_field_filter"], first["exact"]
     best, _ = first["exact_viterbi"]
     exact_filtered = joint.marginals(reference.filtered, model.sizes)
@@ -144,21 +145,22 @@ def compare(
         for k in range(len(topp))
     ]
     log_joint_exact = model.log_joint(best, observations)
-    return values | {
-        "tv_mean_field": chain_tv(exact_filtered, filtered.marginals),
-        "tv_mean_field_smoothed": chain_tv(exact_smoothed, smoothed.marginals),
-        "tv_mean_field_chain_mean": chain_tv(exact_filtered, filtered.marginals, np.mean),
-        "tv_mean_field_smoothed_chain_mean": chain_tv(exact_smoothed, smoothed.marginals, np.mean),
-        "tv_topp": np.array(tv_topp),
-        "runtime_topp": np.array([seconds["topp", k] for k in range(len(topp))]),
-        "topp_density": np.array([a.hmm.transition.nnz / model.n_joint**2 for a in approximations]),
-        "runtime_exact": seconds["exact"],
-        "runtime_exact_viterbi": seconds["exact_viterbi"],
-        "runtime_exact_joint": seconds["exact_joint"],
-        "viterbi_hamming": float(np.mean(best != hard.paths)),
+    return CoupledRecord(
+        **values,
+        tv_mean_field=chain_tv(exact_filtered, filtered.marginals),
+        tv_mean_field_smoothed=chain_tv(exact_smoothed, smoothed.marginals),
+        tv_mean_field_chain_mean=chain_tv(exact_filtered, filtered.marginals, np.mean),
+        tv_mean_field_smoothed_chain_mean=chain_tv(exact_smoothed, smoothed.marginals, np.mean),
+        tv_topp=np.array(tv_topp),
+        runtime_topp=np.array([seconds["topp", k] for k in range(len(topp))]),
+        topp_density=np.array([a.hmm.transition.nnz / model.n_joint**2 for a in approximations]),
+        runtime_exact=seconds["exact"],
+        runtime_exact_viterbi=seconds["exact_viterbi"],
+        runtime_exact_joint=seconds["exact_joint"],
+        viterbi_hamming=float(np.mean(best != hard.paths)),
         # both paths' log probabilities summed alike, so equal paths have a gap of exactly 0
-        "viterbi_logprob_gap": log_joint_exact - hard.log_joint,
-        "log_joint_exact": log_joint_exact,
-        "log_evidence": reference.log_evidence,
-        "truth_exact": _truth(exact_smoothed, paths),
-    }
+        viterbi_logprob_gap=log_joint_exact - hard.log_joint,
+        log_joint_exact=log_joint_exact,
+        log_evidence=reference.log_evidence,
+        truth_exact=_truth(exact_smoothed, paths),
+    )

@@ -12,11 +12,12 @@ whose median row TV is at most the threshold.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import Schema, Variable, status_variables, text_table
+from pipeline.kinds.base import Record, Schema, Variable, status_variables, text_table
 
 DIMS = ("n_states", "temperature", "feature_map")
 """The dimensions of a cell."""
@@ -40,10 +41,24 @@ VARIABLES: dict[str, Variable] = {
     **status_variables(DIMS),
 }
 
+
+@dataclass(frozen=True)
+class FeaturesRecord(Record):
+    """What one cell computes (``tasks.features_cell``), a field per variable of
+    ``VARIABLES`` (whose meaning it has); F feature counts."""
+
+    row_tv: np.ndarray  # (F,)
+    row_tv_p90: np.ndarray  # (F,)
+    negative_entries: np.ndarray  # (F,)
+    rows: int
+    seconds: float
+
+
 SCHEMA = Schema(
     name="kernel_features",
     dims=DIMS,
     variables=VARIABLES,
+    record=FeaturesRecord,
     coordinates={
         "n_states": "number of states n (columns of a softmax row)",
         "temperature": "temperature: the logits u.v have standard deviation 1 / temperature",

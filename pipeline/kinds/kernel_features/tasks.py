@@ -7,6 +7,7 @@ import numpy as np
 
 from pipeline.hmmlm import feature_maps
 from pipeline.kinds.kernel_features.grid import FeaturesCell, Settings
+from pipeline.kinds.kernel_features.results import FeaturesRecord
 from pipeline.sweep.timing import once
 
 
@@ -19,7 +20,7 @@ def _rng(settings: Settings, cell: FeaturesCell, stream: int) -> np.random.Gener
 
 def features_cell(
     cell: FeaturesCell, n_features: tuple[int, ...], settings: Settings
-) -> dict[str, object]:
+) -> FeaturesRecord:
     """Measure one cell: the rows' TV for every feature count, and the seconds of the
     whole cell after its warm-up (``pipeline.sweep.timing.once``)."""
 
@@ -35,10 +36,10 @@ def features_cell(
         return feature_maps.row_errors(exact, kernel), len(e.U)
 
     (errors, rows), seconds = once(measure)
-    return {
-        "row_tv": errors.median,
-        "row_tv_p90": errors.p90,
-        "negative_entries": errors.negative,
-        "rows": rows,
-        "seconds": seconds,
-    }
+    return FeaturesRecord(
+        row_tv=errors.median,
+        row_tv_p90=errors.p90,
+        negative_entries=errors.negative,
+        rows=rows,
+        seconds=seconds,
+    )

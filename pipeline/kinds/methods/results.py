@@ -17,12 +17,21 @@ produce is NaN for it, and its ``missing`` attribute says so.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import Schema, Variable, finite_median, shown, status_variables, text_table
+from pipeline.kinds.base import (
+    Record,
+    Schema,
+    Variable,
+    finite_median,
+    shown,
+    status_variables,
+    text_table,
+)
 
 DIMS = ("family", "n_states", "method", "setting", "seed", "mode")
 """The dimensions of a cell, in the order every result variable uses."""
@@ -242,10 +251,54 @@ MEASURED = frozenset(
 differ from run to run; every other variable is the same wherever and however it runs."""
 
 
+@dataclass(frozen=True)
+class MethodsRecord(Record):
+    """What one cell computes (``tasks.run_cell``), a field per variable of ``VARIABLES``
+    (whose meaning and ``missing`` it has); T = horizon + 1 steps, NaN where the variable
+    says."""
+
+    tv: np.ndarray  # (T,)
+    tv_max: float
+    path_disagreement: float
+    log_probability_gap: float
+    paths_equal: float  # 1 or 0, NaN outside decode
+    bound: np.ndarray  # (T,)
+    bound_linear: np.ndarray  # (T,)
+    bound_mixing: float
+    certificate: np.ndarray  # (T,)
+    eps: float
+    eps_start: float
+    eps_mean: float
+    gamma: float
+    gamma_exact: float  # 1 or 0: stored as a bool
+    doeblin: float
+    sparsity: float
+    stored_entries: int
+    work: float
+    runtime_exact: np.ndarray  # (T,), median over rounds
+    runtime_exact_min: np.ndarray  # (T,)
+    runtime_exact_max: np.ndarray  # (T,)
+    runtime_approx: np.ndarray  # (T,), median over rounds
+    runtime_approx_min: np.ndarray  # (T,)
+    runtime_approx_max: np.ndarray  # (T,)
+    repeats: int
+    speedup: float
+    log_evidence: float
+    log_evidence_error: float
+    zero_evidence: float  # a count, NaN where the approximation has no run
+    impossible_observations: float
+    build_time_model: float
+    build_time_approx: float
+    gamma_time: float
+    memory_peak: float
+    memory_estimate: float
+
+
 SCHEMA = Schema(
     name="methods",
     dims=DIMS,
     variables=VARIABLES,
+    record=MethodsRecord,
     coordinates={
         "n_states": "number of hidden states",
         "method": "approximation method",

@@ -5,9 +5,8 @@ large for memory, written to the worker's disk: ``spilled``), so the plan can
 recompute any of them on another worker. The forward modes (``predict``, ``filter``) are
 measured here, the modes that read the whole sequence (``smooth``, ``decode``) in
 ``sequence``, under the same references; every run is timed in ``timed``. Arguments that
-describe work are named, frozen specs passed by keyword. A cell returns its results as a
-mapping of the result variables' names (``pipeline.kinds.methods.results.VARIABLES``) to their
-values: an array over t, or a number.
+describe work are named, frozen specs passed by keyword. A cell returns its
+``results.MethodsRecord``: a field per result variable, an array over t or a number.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,6 +30,7 @@ from pipeline.kinds.methods.records import (
     Unbuilt,
     history_steps,
 )
+from pipeline.kinds.methods.results import MethodsRecord
 from pipeline.methods import Approximation, approximate
 from pipeline.metrics import (
     doeblin_lower_bound,
@@ -244,7 +244,7 @@ def _impossible(hmm: HMM, exact: Reference) -> float:
 
 def _forward_measures(
     model: Model, approximation: Approximation, exact: Reference, mixed: Mixing, *, mode, timing
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """What a cell of ``predict`` or ``filter`` measures against its reference (``_accuracy``):
     TV at every step, the certificate (prediction only), the work of a step and the evidence
     (filtering only)."""
@@ -269,7 +269,7 @@ def _forward_measures(
 
 def _sequence_measures(
     model: Model, approximation: Approximation, exact: Reference, mixed: Mixing, *, mode, timing
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """What a cell of ``smooth`` or ``decode`` measures against its reference (``sequence``);
     no certificate and no work per step: they are the forward recursion's."""
     steps = exact.observations.size
@@ -295,7 +295,7 @@ def run_cell(
     mode: str,
     timing: Timing,
     estimate: float = np.nan,
-) -> dict[str, object]:
+) -> MethodsRecord:
     """Measure the error and the cost of the approximation ``built`` (``which``: its
     method and setting) against the exact reference.
 
@@ -329,26 +329,26 @@ def run_cell(
         for run, times in (("exact", exact_time), ("approx", approx_time))
         for suffix, statistic in (("", np.median), ("_min", np.min), ("_max", np.max))
     }
-    return {
+    return MethodsRecord(
         **values,
-        "bound": bounds["recursive"],
-        "bound_linear": bounds["linear"],
+        bound=bounds["recursive"],
+        bound_linear=bounds["linear"],
         **runtimes,
-        "bound_mixing": float(bounds["mixing"][0]),
-        "eps": eps,
-        "eps_start": start,
-        "eps_mean": float(approximation.row_error.mean()) + approximation.prune_error,
-        "speedup": float(np.median(exact_time[:, -1] / approx_time[:, -1])),
-        "repeats": len(timed.approx.get(which, ())),
-        "impossible_observations": _impossible(approximation.hmm, exact),
-        "sparsity": built.sparsity,
-        "stored_entries": built.stored_entries,
-        "build_time_approx": built.build_time,
-        "build_time_model": model.build_time,
-        "gamma": mixed.gamma,
-        "gamma_time": mixed.seconds,
-        "doeblin": mixed.doeblin,
-        "gamma_exact": float(mixed.exact),
-        "memory_peak": resident.peak() if measured else np.nan,
-        "memory_estimate": estimate,
-    }
+        bound_mixing=float(bounds["mixing"][0]),
+        eps=eps,
+        eps_start=start,
+        eps_mean=float(approximation.row_error.mean()) + approximation.prune_error,
+        speedup=float(np.median(exact_time[:, -1] / approx_time[:, -1])),
+        repeats=len(timed.approx.get(which, ())),
+        impossible_observations=_impossible(approximation.hmm, exact),
+        sparsity=built.sparsity,
+        stored_entries=built.stored_entries,
+        build_time_approx=built.build_time,
+        build_time_model=model.build_time,
+        gamma=mixed.gamma,
+        gamma_time=mixed.seconds,
+        doeblin=mixed.doeblin,
+        gamma_exact=float(mixed.exact),
+        memory_peak=resident.peak() if measured else np.nan,
+        memory_estimate=estimate,
+    )

@@ -13,9 +13,12 @@ n^2 logits exceed the memory, a neural model's epochs the time):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import Schema, Variable, status_variables, text_table
+from pipeline.kinds.base import Record, Schema, Variable, status_variables, text_table
 
 DIMS = ("n_states", "parameterisation", "seed")
 """The dimensions of a training cell."""
@@ -118,10 +121,40 @@ VARIABLES: dict[str, Variable] = {
 }
 
 
+@dataclass(frozen=True)
+class TrainingRecord(Record):
+    """What one cell computes (``tasks.train_cell``), a field per variable of ``VARIABLES``
+    (whose meaning and ``missing`` it has); E = max_epochs + 1 epochs, B baselines, G n-gram
+    orders."""
+
+    perplexity: np.ndarray  # (E,), NaN after the last epoch trained
+    epoch_seconds: np.ndarray  # (E,), NaN at epoch 0 and after the last
+    best_epoch: int
+    test_perplexity: float
+    epochs: int
+    stopped: str
+    grown_from: int
+    tokens_per_second: float
+    n_features: int
+    stored_parameters: int
+    training_bytes: int
+    transition_rank: float  # a count, NaN above SPECTRUM_MAX_STATES
+    train_tokens: int
+    validation_tokens: int
+    test_tokens: int
+    vocabulary: int
+    split: str
+    baseline_perplexity: np.ndarray  # (B,)
+    baseline_test_perplexity: np.ndarray  # (B,)
+    seen_validation: np.ndarray  # (G,)
+    seen_test: np.ndarray  # (G,)
+
+
 SCHEMA = Schema(
     name="training",
     dims=DIMS,
     variables=VARIABLES,
+    record=TrainingRecord,
     coordinates={
         "n_states": "number of hidden states",
         "parameterisation": "transition parameterisation (kernel_<r>: r states per feature)",

@@ -17,6 +17,7 @@ from pipeline.hmmlm.split import split
 from pipeline.hmmlm.train import Schedule, perplexity, train
 from pipeline.kinds.training import results
 from pipeline.kinds.training.grid import Settings, TrainingCell
+from pipeline.kinds.training.results import TrainingRecord
 from pipeline.operators import toarray
 from pipeline.sweep.progress import cell_says
 from pipeline.sweep.timing import once
@@ -156,7 +157,7 @@ def train_cell(
     models: Path | None = None,
     n_states: tuple[int, ...] = (),
     *after,
-) -> dict[str, object]:
+) -> TrainingRecord:
     """Train one HMM LM and measure it (``settings``: the ``training`` section's keys); save
     the trained model in the folder ``models`` (``pipeline.hmmlm.saved``) if given.
     ``n_states`` is the grid's (a grown cell's parent is in it); ``after``: the tasks this
@@ -170,7 +171,7 @@ def train_cell(
 
 def _train_cell(
     cell: TrainingCell, settings: Settings, models: Path | None, n_states
-) -> dict[str, object]:
+) -> TrainingRecord:
     key = settings.key()
     common = shared(key)
     V, C = len(common.corpus.words), settings.clusters
@@ -208,26 +209,26 @@ def _train_cell(
     length = settings.max_epochs + 1
     leaves = [p.prior, p.emission, *p.transition]
     features = p.transition.W.shape[0] if isinstance(p.transition, Kernel) else 0
-    return {
-        "perplexity": _padded(result.perplexity, length),
-        "epoch_seconds": _padded(result.epoch_seconds, length, head=np.nan),
-        "best_epoch": result.best_epoch,
-        "test_perplexity": test_perplexity,
-        "epochs": len(result.epoch_seconds),
-        "stopped": result.stopped,
-        "grown_from": parent,
-        "tokens_per_second": common.test.size / seconds,
-        "n_features": features,
-        "stored_parameters": sum(leaf.size for leaf in leaves),
-        "training_bytes": result.training_bytes,
-        "transition_rank": _transition_rank(p, cell.n_states),
-        "train_tokens": common.train.size,
-        "validation_tokens": common.validation.size,
-        "test_tokens": common.test.size,
-        "vocabulary": V,
-        "split": common.corpus.split,
-        "baseline_perplexity": common.baseline,
-        "baseline_test_perplexity": common.baseline_test,
-        "seen_validation": common.seen[0],
-        "seen_test": common.seen[1],
-    }
+    return TrainingRecord(
+        perplexity=_padded(result.perplexity, length),
+        epoch_seconds=_padded(result.epoch_seconds, length, head=np.nan),
+        best_epoch=result.best_epoch,
+        test_perplexity=test_perplexity,
+        epochs=len(result.epoch_seconds),
+        stopped=result.stopped,
+        grown_from=parent,
+        tokens_per_second=common.test.size / seconds,
+        n_features=features,
+        stored_parameters=sum(leaf.size for leaf in leaves),
+        training_bytes=result.training_bytes,
+        transition_rank=_transition_rank(p, cell.n_states),
+        train_tokens=common.train.size,
+        validation_tokens=common.validation.size,
+        test_tokens=common.test.size,
+        vocabulary=V,
+        split=common.corpus.split,
+        baseline_perplexity=common.baseline,
+        baseline_test_perplexity=common.baseline_test,
+        seen_validation=common.seen[0],
+        seen_test=common.seen[1],
+    )

@@ -14,7 +14,7 @@ from pipeline.inference import filtering
 from pipeline.kinds.base import status_variables
 from pipeline.kinds.methods import plan, records, spilled, tasks, timed
 from pipeline.kinds.methods.grid import Cell, MethodsGrid
-from pipeline.kinds.methods.results import MODES, VARIABLES
+from pipeline.kinds.methods.results import MODES, VARIABLES, MethodsRecord
 from pipeline.kinds.methods.sweep import plan_settings
 from pipeline.methods import approximate
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_variation
@@ -86,7 +86,7 @@ def test_the_plan_in_process_gives_each_cell_its_own_result(model):
     results = plan.run_model(SPEC, CELLS, SETTINGS)
     for cell, result in zip(CELLS, results, strict=True):
         values = result
-        assert values["repeats"] == 2
+        assert values.repeats == 2
         _, observed = tasks.observations(
             model.hmm, mode=cell.mode, horizon=8, observe_every=2, seed=3
         )
@@ -94,15 +94,15 @@ def test_the_plan_in_process_gives_each_cell_its_own_result(model):
         exact = filtering(model.hmm, observed).beliefs
         approximate_run = filtering(approximation.hmm, observed, prune=approximation.prune)
         np.testing.assert_array_equal(
-            values["tv"], total_variation(exact, approximate_run.beliefs), err_msg=str(cell)
+            values.tv, total_variation(exact, approximate_run.beliefs), err_msg=str(cell)
         )
         if cell.mode == "filter":
-            assert np.isnan(values["certificate"]).all()
+            assert np.isnan(values.certificate).all()
         else:
-            assert (values["tv"] <= values["certificate"] + 1e-12).all()
+            assert (values.tv <= values.certificate + 1e-12).all()
     # one exact reference timed per mode and seed: the same exact runs in all its cells
     for mode in ("predict", "filter"):
-        runs = [r["runtime_exact"] for c, r in zip(CELLS, results, strict=True) if c.mode == mode]
+        runs = [r.runtime_exact for c, r in zip(CELLS, results, strict=True) if c.mode == mode]
         assert all(np.array_equal(runs[0], other) for other in runs[1:]), mode
 
 
@@ -118,9 +118,9 @@ def test_without_an_exact_reference_only_the_approximation_is_timed(model):
     mixed = tasks.mixing(model, exact=True)
     values = measured(model, built, predicted, mixed, mode="predict")
     for name in ("tv", "runtime_exact", "runtime_exact_min"):
-        assert np.isnan(values[name]).all(), name
-    assert np.isnan(values["speedup"]) and values["repeats"] == 2
-    assert np.isfinite(values["runtime_approx"]).all() and np.isfinite(values["certificate"]).all()
+        assert np.isnan(getattr(values, name)).all(), name
+    assert np.isnan(values.speedup) and values.repeats == 2
+    assert np.isfinite(values.runtime_approx).all() and np.isfinite(values.certificate).all()
 
 
 def test_one_model_serves_every_seed_of_a_family_that_ignores_it():
@@ -143,10 +143,10 @@ def test_impossible_observations_are_those_the_approximate_emissions_drop(model)
     values = measured(model, built, exact, mixed, mode="filter")
     E = toarray(built.approximation.hmm.emission)
     expected = np.mean(E[exact.states, exact.observations] == 0)
-    assert 0 < expected < 1 and values["impossible_observations"] == pytest.approx(expected)
+    assert 0 < expected < 1 and values.impossible_observations == pytest.approx(expected)
     predicted = tasks.reference(model, mode="predict", horizon=8, observe_every=2, seed=0, run=True)
     values = measured(model, built, predicted, mixed, mode="predict")
-    assert np.isnan(values["impossible_observations"])
+    assert np.isnan(values.impossible_observations)
 
 
 @pytest.mark.parametrize(
@@ -175,12 +175,14 @@ def test_a_cell_in_chunks_measures_what_a_whole_history_does(
     for exact in (chunked, chunked._replace(beliefs=elsewhere), chunked._replace(beliefs=None)):
         values = measured(model, built, exact, mixed, mode=mode)
         for name in ("tv", "work", "log_evidence", "log_evidence_error", "zero_evidence", "eps"):
-            np.testing.assert_array_equal(values[name], expected[name], err_msg=name)
+            np.testing.assert_array_equal(
+                getattr(values, name), getattr(expected, name), err_msg=name
+            )
         # a step's error is a matrix-vector product over the chunk's rows: BLAS may round it
         # differently for other row counts
-        np.testing.assert_allclose(values["certificate"], expected["certificate"], rtol=1e-13)
-        timed = values["runtime_exact"][-1:] if mode == "smooth" else values["runtime_exact"]
-        assert values["runtime_exact"].shape == (31,) and np.isfinite(timed).all()
+        np.testing.assert_allclose(values.certificate, expected.certificate, rtol=1e-13)
+        timed = values.runtime_exact[-1:] if mode == "smooth" else values.runtime_exact
+        assert values.runtime_exact.shape == (31,) and np.isfinite(timed).all()
     path = Path(history.path)
     assert path.stat().st_size == whole.beliefs.nbytes
     copy = pickle.loads(pickle.dumps(history))  # as sent to another worker
@@ -233,14 +235,15 @@ def test_a_cells_memory_does_not_grow_with_the_horizon(monkeypatch):
 
 
 def test_a_cell_returns_every_variable_of_the_schema_by_name():
-    """``run_cell``'s mapping holds exactly the methods schema's variables, cell status aside:
-    a variable added to one and not the other fails here, not in a sweep."""
+    """``run_cell`` returns the schema's record, which holds exactly the methods schema's
+    variables, cell status aside (a record that does not cannot be made a schema's)."""
     cfg = composed("grid.families=[bell]", "grid.n_states=[20]", "grid.seeds=[0]")
     grid = MethodsGrid.from_config(cfg)
     ((spec, cells),) = plan.by_model(grid, grid.cells())
     results = plan.run_model(spec, cells, plan_settings(grid))
     status = set(status_variables(()))
-    assert all(set(result) == set(VARIABLES) - status for result in results)
+    assert all(isinstance(result, MethodsRecord) for result in results)
+    assert all(set(result.values()) == set(VARIABLES) - status for result in results)
 
 
 TINY_SPEC = records.ModelSpec("dirichlet", 3, 0, {"alpha": 0.5, "n_observations": 3})
@@ -265,7 +268,7 @@ def test_smooth_and_decode_cells_against_every_path(method, setting):
     smooth, decode = (
         measured(model, built, references[mode], mixed, mode=mode) for mode in ("smooth", "decode")
     )
-    assert smooth["zero_evidence"] == decode["zero_evidence"] == 0
+    assert smooth.zero_evidence == decode.zero_evidence == 0
 
     def enumerated(hmm):
         logs = brute_force.symbol_log_likelihoods(toarray(hmm.emission), observed)
@@ -278,18 +281,18 @@ def test_smooth_and_decode_cells_against_every_path(method, setting):
         built.approximation.hmm
     )
     tv = total_variation(posteriors, approximate_posteriors)
-    np.testing.assert_allclose(smooth["tv"], tv, rtol=0, atol=1e-12)
-    assert smooth["tv_max"] == pytest.approx(tv.max(), abs=1e-12) and tv.max() > 0.01
-    assert smooth["log_evidence"] == pytest.approx(evidence, rel=1e-12)
-    assert smooth["log_evidence_error"] == pytest.approx(approximate_evidence - evidence, abs=1e-10)
+    np.testing.assert_allclose(smooth.tv, tv, rtol=0, atol=1e-12)
+    assert smooth.tv_max == pytest.approx(tv.max(), abs=1e-12) and tv.max() > 0.01
+    assert smooth.log_evidence == pytest.approx(evidence, rel=1e-12)
+    assert smooth.log_evidence_error == pytest.approx(approximate_evidence - evidence, abs=1e-10)
     every, weights = brute_force.paths(model.hmm.prior, toarray(model.hmm.transition), logs)
     weight = dict(zip(map(tuple, every), weights, strict=True))
     differ = path != approximate_path
-    assert decode["path_disagreement"] == differ.mean()
-    assert decode["paths_equal"] == float(not differ.any())
+    assert decode.path_disagreement == differ.mean()
+    assert decode.paths_equal == float(not differ.any())
     gap = weight[tuple(path)] - weight[tuple(approximate_path)]
-    assert decode["log_probability_gap"] == pytest.approx(gap, abs=1e-10)
-    assert decode["log_probability_gap"] >= -1e-12
+    assert decode.log_probability_gap == pytest.approx(gap, abs=1e-10)
+    assert decode.log_probability_gap >= -1e-12
     assert differ.any() == (method != "topk")  # topk 2 keeps the path, the others do not
 
 
@@ -303,8 +306,10 @@ NOT_PRODUCED = {
 DECODED = {"path_disagreement", "log_probability_gap", "paths_equal"}
 
 
-def _all_nan(values: dict) -> set[str]:
-    return {name for name, value in values.items() if np.isnan(np.asarray(value, float)).all()}
+def _all_nan(record) -> set[str]:
+    return {
+        name for name, value in record.values().items() if np.isnan(np.asarray(value, float)).all()
+    }
 
 
 def test_what_a_mode_does_not_produce_is_nan_and_its_missing_attribute_says_so(model):
@@ -324,10 +329,10 @@ def test_what_a_mode_does_not_produce_is_nan_and_its_missing_attribute_says_so(m
             assert mode in missing or "NaN outside" in missing, (mode, name, missing)
         if mode not in ("smooth", "decode"):
             continue
-        assert values["repeats"] == 2 and np.isfinite(values["speedup"])
-        assert np.isnan(values["runtime_approx"][:-1]).all()  # a whole run's time: at the end
+        assert values.repeats == 2 and np.isfinite(values.speedup)
+        assert np.isnan(values.runtime_approx[:-1]).all()  # a whole run's time: at the end
         unrun = measured(model, pruned, exact, mixed, mode=mode, estimate=1.0)
-        assert unrun["repeats"] == 0
+        assert unrun.repeats == 0
         for name in _all_nan(unrun) - _all_nan(values):
             assert "topp_states" in VARIABLES[name].missing, (mode, name)
         assert {"tv", "zero_evidence", "speedup", "runtime_approx"} <= _all_nan(unrun)

@@ -1,11 +1,24 @@
 """What a ``ring_mixing`` store holds, and the table its sweep prints: what a reader of its
 stores needs (no Dask, no Hydra)."""
 
+from dataclasses import dataclass
+
+import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import Schema, Variable, status_variables, text_table
+from pipeline.kinds.base import Record, Schema, Variable, status_variables, text_table
 
 DIMS = ("n_states", "reach")
+
+
+@dataclass(frozen=True)
+class MixingRecord(Record):
+    """What one cell computes (``sweep.mixing_cell``)."""
+
+    tv: np.ndarray  # (horizon + 1,)
+    gamma: float
+
+
 SCHEMA = Schema(
     name="ring_mixing",
     dims=DIMS,
@@ -14,6 +27,7 @@ SCHEMA = Schema(
         "gamma": Variable(DIMS, "1", "minimal mixing rate gamma of the transition matrix"),
         **status_variables(DIMS),
     },
+    record=MixingRecord,
     coordinates={"n_states": "states n", "reach": "states a row steps forward to", "t": "step"},
 )
 

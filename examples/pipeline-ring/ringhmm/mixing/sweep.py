@@ -11,7 +11,7 @@ from pipeline.metrics import minimal_mixing_rate, total_variation
 from pipeline.models import build_model
 from pipeline.sweep.config import ConfigError, check_list
 from pipeline.sweep.kind import Grid, submit_each
-from ringhmm.mixing.results import SCHEMA, summary  # noqa: F401 - the interface's summary
+from ringhmm.mixing.results import SCHEMA, MixingRecord, summary  # noqa: F401 - the interface's summary
 
 SECTION = "ring_mixing"
 
@@ -73,13 +73,13 @@ def grid(cfg) -> MixingGrid:
                       int(section.horizon))  # fmt: skip
 
 
-def mixing_cell(cell: MixingCell, horizon: int) -> dict:
+def mixing_cell(cell: MixingCell, horizon: int) -> MixingRecord:
     """gamma and the TV between the walks from state 0 and state n/2, t = 0..horizon."""
     hmm = build_model("ring", cell.n_states, reach=cell.reach)
     starts = np.zeros((2, cell.n_states))
     starts[0, 0] = starts[1, cell.n_states // 2] = 1
     walks = predict(hmm, horizon, initial=starts)  # (2, horizon + 1, n_states)
-    return {"tv": total_variation(*walks), "gamma": minimal_mixing_rate(hmm.transition)}
+    return MixingRecord(total_variation(*walks), minimal_mixing_rate(hmm.transition))
 
 
 def submit(client, grid: MixingGrid, cells: list, *, store) -> dict:
