@@ -10,6 +10,7 @@ config: the config's schema is assembled from the kinds it lists.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import typing
@@ -41,19 +42,6 @@ RUN_SETTINGS: dict[str, str] = {
 }
 """Keys of every config that change how a sweep runs but no stored value, with the reason:
 a resume may change them (each run's config is kept in the store's ``runs``)."""
-
-METHODS_SETTINGS: dict[str, str] = {
-    key: "read by the methods kind only"
-    for key in (
-        "grid",
-        "model",
-        "timing",
-        "fuse_states",
-        "exact_max_states",
-        "gamma_exact_max_states",
-    )
-}
-"""The methods kind's top-level keys, which no other kind reads."""
 
 
 class Grid:
@@ -87,9 +75,9 @@ class Grid:
     def value_free(self) -> dict[str, str]:
         """The config keys (a key names its whole section) that change no stored value of
         this grid, each with the reason; every other key is in ``identity()`` (tested by
-        perturbing each key in turn). Default: ``RUN_SETTINGS`` and, for a kind other than
-        methods, ``METHODS_SETTINGS``."""
-        return RUN_SETTINGS | METHODS_SETTINGS
+        perturbing each key in turn). Default: ``RUN_SETTINGS``. Another kind's keys are not
+        the grid's to name: ``unread_keys``."""
+        return RUN_SETTINGS
 
     def long_names(self) -> dict[str, str]:
         """Coordinate ``long_name``s that depend on the grid (beyond the schema's)."""
@@ -213,3 +201,15 @@ def installed() -> dict[str, SweepKind]:
         except Exception as error:  # any failure of a plug-in's import is reported alike
             warnings.warn(f"sweep kind {name!r}: {error}", RuntimeWarning, stacklevel=2)
     return found
+
+
+def unread_keys(kind: str) -> dict[str, str]:
+    """The top-level keys of every installed kind but ``kind`` that has no section of its own
+    (the methods kind's ``grid``, ``model``, ...), each with the reason: every config holds
+    them, and only their own kind reads them."""
+    return {
+        item.name: f"read by the {name} kind only"
+        for name, other in installed().items()
+        if name != kind and other.SECTION is None
+        for item in dataclasses.fields(other.CONFIG)
+    }
