@@ -13,6 +13,10 @@ given the whole sequence, ``P(S_t | o_0..o_{T-1})``; ``decode`` the most probabl
 (Viterbi). The last three observe the same sampled sequence; ``tv`` compares the beliefs
 of the cell's mode (in ``smooth`` mode the smoothed posteriors). A variable a mode does not
 produce is NaN for it, and its ``missing`` attribute says so.
+
+This module is longer than most (about 440 lines) because most of it is declaration: 35
+variables, each with its meaning and why it may be NaN, and the record a cell fills with
+them; a reader of a store finds every one of them here.
 """
 
 from __future__ import annotations
