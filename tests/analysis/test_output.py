@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from pipeline.analyze import main
-from pipeline.results.methods import SCHEMA
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.results import SCHEMA
 from pipeline.sweep.store import ResultStore
 
 from sweeping import composed

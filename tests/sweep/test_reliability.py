@@ -32,11 +32,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pipeline.analyze import main
+from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.results import SCHEMA
 from pipeline.results import Found, damage, found, manifest
-from pipeline.results.methods import SCHEMA
 from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import ResultStore
 
 from helpers import assert_same_values
