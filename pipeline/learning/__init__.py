@@ -53,6 +53,12 @@ any other model through the M-step hook: a subclass of ``Emission`` with
 under a Dirichlet prior), so that a symbol the training sequences never show keeps a
 probability in every state, and a held-out sequence that shows it a finite score.
 
+**For the learning sweep.** ``problem.draw``: a generating model's training and held-out
+sequences and the start model, from one seed; ``compare.reference`` and ``compare.compare``:
+exact EM once per problem, then one approximate E-step's run against it, as a
+``Comparison`` record; ``summary``: the report's numbers over the sweep's Dataset (it
+imports xarray, which ``import pipeline.learning`` does not).
+
 >>> import numpy as np
 >>> from pipeline.inference import sample
 >>> from pipeline.models import build_model
