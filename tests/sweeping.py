@@ -167,7 +167,8 @@ def tmpfs(folder: Path):
     neither works the test is skipped, saying why in one line.
     """
     folder.mkdir()
-    namespaces = ["--mount"] if os.geteuid() == 0 else ["--user", "--map-root-user", "--mount"]
+    root = os.geteuid() == 0
+    namespaces = ["--mount"] if root else ["--user", "--map-root-user", "--mount"]
     try:
         shell = subprocess.Popen(
             ["unshare", *namespaces, "sh", "-c", _HOLD_A_TMPFS, "tmpfs", str(folder)],
@@ -183,7 +184,9 @@ def tmpfs(folder: Path):
         status, said = disk._answer()
         if status != 0:
             shell.stdin.close()
-            pytest.skip(f"cannot mount a tmpfs ({' '.join(['unshare', *namespaces])}): {said}")
+            unshare = " ".join(["unshare", *namespaces])
+            how = "as root" if root else "without root, in a user namespace"
+            pytest.skip(f"cannot mount a tmpfs {how} ({unshare}: {said})")
         try:
             yield disk
         finally:
