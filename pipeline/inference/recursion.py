@@ -99,9 +99,17 @@ class Compiled:
                       log_evidence) -> None:  # fmt: skip
         """``pipeline.kernels.forward.forward_block``."""
         forward.forward_block(
-            self.layout, initial, likelihoods, rows, target, beliefs, elapsed, zero, pruned,
+            self.layout,
+            initial,
+            likelihoods,
+            rows,
+            target,
+            beliefs,
+            elapsed,
+            zero,
+            pruned,
             log_evidence,
-        )  # fmt: skip
+        )
 
     def backward(self, likelihoods, rows, zero, alphas, posteriors, message, last, after,
                  start=0) -> None:  # fmt: skip

@@ -6,7 +6,7 @@ import brute_force
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from cases import FORMATS, evidence_kinds, symbols, tiny_cases, tiny_hmm
+from cases import FORMATS, evidence_kinds, gaussian_model, symbols, tiny_cases, tiny_hmm
 from hypothesis import given
 
 from pipeline.inference import (
@@ -218,3 +218,30 @@ def test_bad_transitions_are_refused_in_one_line_naming_the_step(transitions, me
         with pytest.raises(ValueError) as error:
             run(hmm, [0, 1, -1, 0], transitions=transitions)
         assert str(error.value) == message
+
+
+@pytest.mark.dynamax
+def test_time_varying_transitions_against_dynamax():
+    """dynamax's convention, ``transition_matrix`` (T - 1, K, K): its smoother's filtered and
+    smoothed beliefs, evidence and per-step ``trans_probs``, and its posterior mode."""
+    import jax
+    import jax.numpy as jnp
+    from dynamax.hidden_markov_model import inference
+
+    jax.config.update("jax_enable_x64", True)
+    hmm, logs = gaussian_model(4, 6, 80)
+    transitions = time_varying(4, 6, 1, 80)[1]
+    arrays = jnp.asarray(hmm.prior), jnp.asarray(transitions), jnp.asarray(logs)
+    expected = inference.hmm_smoother(*arrays)
+    result = smoothing(hmm, log_likelihoods=logs, transitions=transitions, counts=True)
+    np.testing.assert_allclose(result.posteriors, expected.smoothed_probs, rtol=1e-9, atol=1e-12)
+    assert result.log_evidence == pytest.approx(float(expected.marginal_loglik), rel=1e-10)
+    np.testing.assert_allclose(
+        result.transition_counts, expected.trans_probs, rtol=1e-9, atol=1e-12
+    )
+    filtered = filtering(hmm, log_likelihoods=logs, transitions=transitions)
+    np.testing.assert_allclose(filtered.beliefs, expected.filtered_probs, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(
+        viterbi(hmm, log_likelihoods=logs, transitions=transitions).path,
+        inference.hmm_posterior_mode(*arrays),
+    )
