@@ -2,12 +2,12 @@
 arrays, stores' values, corpora and the README's commands. Nothing here imports Hydra or
 starts a process: the sweep's helpers are in ``sweeping``."""
 
-import itertools
 import sys
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from inference import brute_force
 
 from pipeline.hmmlm.data import part
 from pipeline.kernels.select import TOLERANCE
@@ -94,37 +94,19 @@ def brute_force_gamma(T: np.ndarray) -> float:
 
 
 def brute_force_filter(prior, T, E, observations):
-    """Filtered beliefs and log evidence by summing over every state path (dense arrays)."""
-    n, steps = prior.size, len(observations)
-    beliefs, evidence = np.zeros((steps, n)), 0.0
-    for t in range(steps):
-        joint = np.zeros(n)
-        for path in itertools.product(range(n), repeat=t + 1):
-            weight = prior[path[0]]
-            for k in range(1, t + 1):
-                weight *= T[path[k - 1], path[k]]
-            for k in range(t + 1):
-                if observations[k] >= 0:
-                    weight *= E[path[k], observations[k]]
-            joint[path[-1]] += weight
-        evidence = joint.sum()
-        beliefs[t] = joint / evidence
-    return beliefs, np.log(evidence)
+    """Filtered beliefs and log evidence by summing over every state path (dense arrays;
+    ``inference/brute_force.py``, the one oracle)."""
+    logs = brute_force.symbol_log_likelihoods(E, np.asarray(observations))
+    return brute_force.filtering(prior, T, logs), brute_force.smoothing(prior, T, logs)[1]
 
 
 def brute_force_log_evidence(prior, T, E, sequences) -> float:
     """``sum log P(sequence)`` over the rows of ``sequences`` by summing over every state
-    path (dense arrays: prior (n,), T (n, n), E (n, V))."""
-    expected = 0.0
-    for sequence in sequences:
-        total = 0.0
-        for path in itertools.product(range(len(prior)), repeat=len(sequence)):
-            weight = prior[path[0]] * E[path[0], sequence[0]]
-            for t in range(1, len(sequence)):
-                weight *= T[path[t - 1], path[t]] * E[path[t], sequence[t]]
-            total += weight
-        expected += np.log(total)
-    return expected
+    path (dense arrays: prior (n,), T (n, n), E (n, V); ``inference/brute_force.py``)."""
+    return sum(
+        brute_force.smoothing(prior, T, brute_force.symbol_log_likelihoods(E, sequence))[1]
+        for sequence in np.asarray(sequences)
+    )
 
 
 def array_leaves(tree, path=()):

@@ -10,8 +10,10 @@ State Representations for Complex Stochastic Processes":
 - ``relational`` (and ``relational_parse``): relational specs in YAML (abstract states,
   guards, abstract transitions, selection distribution, observation rules; the string
   quartet in ``conf/relational``) grounded into a ``CoupledHMM``;
-- ``exact``: filtering, smoothing and Viterbi on the joint chain by its structured operator;
-- ``meanfield``: the structured mean field, online (filtering) and over a sequence (smoothing);
+- ``exact``: filtering, smoothing and Viterbi on the joint chain: ``pipeline.inference``'s
+  recursions over its structured operator, a step operator;
+- ``meanfield``: the structured mean field, online (filtering) and over a sequence
+  (smoothing), each chain smoothed by ``pipeline.inference``'s recursion;
 - ``viterbi``: the chain-wise Viterbi of Thon and Kersting's equations (a) to (d);
 
 >>> import numpy as np

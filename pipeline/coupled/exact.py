@@ -5,17 +5,18 @@ P(x'_i | x)`` from the pairwise tables: the product of the k mixtures expands in
 term per choice of each chain's table (at most ``prod_i (1 + sources)`` terms), and
 each term is a tensor contraction of the belief (an array over ``n_0 x ... x n_{k-1}``)
 with k small tables, ``O(n^(k+1))`` to ``O(n^(k+2))`` work instead of ``n^(2k)``. Viterbi
-needs the maximum over predecessors, which does not distribute over the mixture: it
-builds the log matrix once, in row blocks (``n^(2k)`` work and memory), and a compiled
-max-product step reads them.
+needs the maximum over predecessors, which does not distribute over the mixture: its
+max-product step reads the dense rows, made once in row blocks (``n^(2k)`` work and
+memory) and kept, each block stepped by the dense format's compiled max-product step.
 
-Functions mirror ``pipeline.inference``: ``filtering``/``smoothing`` give
-``P(x_t | o_0..o_t)`` and ``P(x_t | o_0..o_{T-1})`` over joint states, ``viterbi`` the
-most probable joint path; ``marginals`` turns joint beliefs into each chain's.
-They do not call ``pipeline.operators``' products, which take the transition as a matrix
-or its factors: the joint chain's is never built, its step is the contraction above, and
-its max-product step (``pipeline.kernels.maxplus``) updates the maxima one block of log
-rows at a time, where ``pipeline.operators.max_product`` reads a whole matrix.
+``JointTransition`` is a step operator (``pipeline.operators.StepOperator``): it registers
+the three products of the step-operator protocol, so the recursions are
+``pipeline.inference``'s, run over it step by step (``pipeline.inference.recursion.
+Stepped``), with its conventions: an observation of probability zero keeps the predicted
+belief, counts as unobserved in the backward half and makes the evidence ``-inf``.
+``smoothing`` gives ``P(x_t | o_0..o_t)`` and ``P(x_t | o_0..o_{T-1})`` over joint states
+from one forward-backward run (``ExactResult``: the coupled sweep compares both), ``viterbi``
+the most probable joint path; ``marginals`` turns joint beliefs into each chain's.
 """
 
 from __future__ import annotations
@@ -27,7 +28,19 @@ from typing import NamedTuple
 import numpy as np
 
 from pipeline.coupled.model import CoupledHMM
-from pipeline.kernels import maxplus
+from pipeline.inference.decoder import decode
+from pipeline.inference.inputs import read_likelihoods, segments
+from pipeline.inference.recursion import Stepped
+from pipeline.inference.smoother import forward_backward
+from pipeline.operators import (
+    MaxProduct,
+    as_operator,
+    backward_product,
+    check_entries,
+    forward_product,
+    max_product,
+    row_sums,
+)
 
 BLOCK_ENTRIES = 2**22
 """Rows of the joint matrix are read in blocks of about this many entries (32 MiB)."""
@@ -48,8 +61,9 @@ def _factor(model: CoupledHMM, i: int, source: int) -> tuple[np.ndarray, list]:
 class JointTransition:
     """The joint transition matrix of ``model``, shape (n_joint, n_joint), kept as tables.
 
-    ``forward(b) = b @ T``, ``backward(v) = T @ v`` (b, v shape (n_joint,)), ``rows(a, b)``
-    the dense rows ``T[a:b]``, ``toarray()`` all of them.
+    ``forward(b) = b @ T``, ``backward(v) = T @ v`` (b, v shape (n_joint,), or a batch
+    (B, n_joint) of them), ``max_product(w)`` Viterbi's step, ``rows(a, b)`` the dense rows
+    ``T[a:b]``, ``toarray()`` all of them.
     """
 
     def __init__(self, model: CoupledHMM):
@@ -89,7 +103,10 @@ class JointTransition:
         return out
 
     def forward(self, belief: np.ndarray) -> np.ndarray:
-        """``belief @ T``: the distribution of the next joint state, shape (n_joint,)."""
+        """``belief @ T``: the distribution of the next joint state, shape (n_joint,); a
+        batch (B, n_joint) gives (B, n_joint)."""
+        if belief.ndim == 2:
+            return np.stack([self.forward(row) for row in belief])
         k, b = self.model.chains, belief.reshape(self.model.sizes)
         out = sum(
             np.einsum(b, list(range(k)), *operands, list(range(k, 2 * k)), optimize=path)
@@ -98,7 +115,10 @@ class JointTransition:
         return out.ravel()
 
     def backward(self, values: np.ndarray) -> np.ndarray:
-        """``T @ values``: the expected value of ``values`` at the next step, shape (n_joint,)."""
+        """``T @ values``: the expected value of ``values`` at the next step, shape (n_joint,);
+        a batch (B, n_joint) gives (B, n_joint)."""
+        if values.ndim == 2:
+            return np.stack([self.backward(row) for row in values])
         k, sizes = self.model.chains, self.model.sizes
         v = values.reshape(sizes)
         out = np.zeros(sizes)
@@ -121,6 +141,58 @@ class JointTransition:
     def toarray(self) -> np.ndarray:
         return self.rows(0, self.shape[0])
 
+    @functools.cached_property
+    def _row_blocks(self) -> list[tuple[int, np.ndarray]]:
+        """``(start, T[start:stop])`` of every row block: the dense rows, made on the first
+        max-product step and kept (``n_joint**2`` entries)."""
+        return [(a, self.rows(a, b)) for a, b in self.blocks()]
+
+    def max_product(self, weights: np.ndarray) -> MaxProduct:
+        """``max_i weights[i] T[i, j]`` and the least ``i`` attaining it (``pipeline.operators.
+        MaxProduct``), block by block of dense rows; ``weights`` (n_joint,) or (B, n_joint)."""
+        if weights.ndim == 2:
+            parts = [self.max_product(row) for row in weights]
+            return MaxProduct(
+                np.stack([p.values for p in parts]), np.stack([p.states for p in parts])
+            )
+        values, states = np.zeros(self.shape[1]), np.zeros(self.shape[1], np.int64)
+        for start, rows in self._row_blocks:
+            found = max_product(rows, weights[start : start + rows.shape[0]])
+            better = found.values > values  # strictly: on a tie the earlier block's row stays
+            values[better] = found.values[better]
+            states[better] = found.states[better] + start
+        return MaxProduct(values, states)
+
+
+@as_operator.register
+def _(T: JointTransition, name: str = "matrix") -> JointTransition:
+    return T
+
+
+@check_entries.register
+def _(T: JointTransition, name: str, *, vector: bool = False) -> None:
+    """Nothing to check: ``CoupledHMM`` checked every table it mixes."""
+
+
+@row_sums.register
+def _(T: JointTransition) -> np.ndarray:
+    return T.backward(np.ones(T.shape[1]))
+
+
+@forward_product.register
+def _(T: JointTransition, beliefs) -> np.ndarray:
+    return T.forward(np.asarray(beliefs, dtype=np.float64))
+
+
+@backward_product.register
+def _(T: JointTransition, messages) -> np.ndarray:
+    return T.backward(np.asarray(messages, dtype=np.float64))
+
+
+@max_product.register
+def _(T: JointTransition, weights) -> MaxProduct:
+    return T.max_product(np.asarray(weights, dtype=np.float64))
+
 
 class ExactResult(NamedTuple):
     """Exact forward-backward on the joint chain; T steps, N = n_joint.
@@ -130,12 +202,16 @@ class ExactResult(NamedTuple):
     smoothed : ndarray, shape (T, N)
         ``P(x_t | o_0..o_{T-1})``.
     log_evidence : float
-        ``log P(o_0..o_{T-1})``.
+        ``log P(o_0..o_{T-1})``; ``-inf`` when some observation had zero probability.
+    zero_evidence : ndarray of int
+        The steps whose observation had zero probability (``pipeline.inference.
+        SmoothResult.zero_evidence``).
     """
 
     filtered: np.ndarray
     smoothed: np.ndarray
     log_evidence: float
+    zero_evidence: np.ndarray
 
 
 def likelihoods(model: CoupledHMM, observations: np.ndarray) -> np.ndarray:
@@ -150,58 +226,37 @@ def likelihoods(model: CoupledHMM, observations: np.ndarray) -> np.ndarray:
 def smoothing(
     model: CoupledHMM, observations, transition: JointTransition | None = None
 ) -> ExactResult:
-    """Filtered and smoothed joint beliefs and the log evidence (``ExactResult``).
+    """Filtered and smoothed joint beliefs and the log evidence (``ExactResult``), by
+    ``pipeline.inference``'s forward-backward recursion over ``transition``.
 
     ``observations``: joint symbols, shape (T,), -1 where nothing is observed.
     """
     T = transition or JointTransition(model)
     observations = np.asarray(observations, dtype=np.int64)
-    lik = likelihoods(model, observations)
-    steps = len(observations)
-    filtered = np.empty((steps, model.n_joint))
-    scale = np.empty(steps)
-    belief = model.joint_prior()
-    for t in range(steps):
-        if t:
-            belief = T.forward(filtered[t - 1])
-        belief = belief * lik[t]
-        scale[t] = belief.sum()
-        filtered[t] = belief / scale[t]
-    smoothed = np.empty_like(filtered)
-    beta = np.ones(model.n_joint)
-    smoothed[-1] = filtered[-1]
-    for t in range(steps - 2, -1, -1):
-        beta = T.backward(lik[t + 1] * beta) / scale[t + 1]
-        smoothed[t] = filtered[t] * beta
-        smoothed[t] /= smoothed[t].sum()
-    return ExactResult(filtered, smoothed, float(np.log(scale).sum()))
+    evidence = read_likelihoods(likelihoods(model, observations), model.n_joint)
+    found = forward_backward(Stepped(lambda t: T), model.joint_prior(), evidence, keep=True)
+    return ExactResult(found.filtered, found.posteriors, found.log_evidence, found.zero_evidence)
 
 
 def viterbi(model: CoupledHMM, observations, transition: JointTransition | None = None):
-    """The most probable joint path and its log probability ``log P(x_{0:T}, o)``.
+    """The most probable joint path and its log probability ``log P(x_{0:T}, o)``, by
+    ``pipeline.inference``'s Viterbi recursion over ``transition`` (ties to the lowest joint
+    state, as ``pipeline.inference.viterbi``'s).
 
     Returns
     -------
     paths : ndarray of int, shape (T, k)
         Each chain's state along the path.
     log_joint : float
+        ``-inf`` when some observation had zero probability.
     """
     T = transition or JointTransition(model)
     observations = np.asarray(observations, dtype=np.int64)
-    with np.errstate(divide="ignore"):
-        log_lik = np.log(likelihoods(model, observations))
-        delta = np.log(model.joint_prior()) + log_lik[0]
-        blocks = [(a, b, np.log(T.rows(a, b))) for a, b in T.blocks()]
-    steps, n = len(observations), model.n_joint
-    back = np.empty((steps, n), dtype=np.int64)
-    for t in range(1, steps):
-        best = np.full(n, -np.inf)
-        back[t] = 0
-        for a, _, log_rows in blocks:
-            maxplus.max_step(delta, log_rows, a, best, back[t])
-        delta = best + log_lik[t]
-    path = maxplus.backtrack(back, int(delta.argmax()))
-    return model.joint_states[path], float(delta.max())
+    evidence = read_likelihoods(likelihoods(model, observations), model.n_joint)
+    found = decode(
+        Stepped(lambda t: T), model.joint_prior(), len(observations), segments(evidence), None
+    )
+    return model.joint_states[found.path], found.log_probability
 
 
 def marginals(beliefs: np.ndarray, sizes) -> list[np.ndarray]:

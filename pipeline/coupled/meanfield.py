@@ -37,6 +37,9 @@ from typing import NamedTuple
 import numpy as np
 
 from pipeline.coupled.model import CoupledHMM
+from pipeline.inference.inputs import read_likelihoods
+from pipeline.inference.recursion import Stepped
+from pipeline.inference.smoother import forward_backward
 
 TOLERANCE = 1e-6
 """Iterate until no marginal probability moves by more than this."""
@@ -129,8 +132,9 @@ def _outgoing(model: CoupledHMM, i: int, j: int, alpha, gamma, others: list) -> 
 
 class _Chain(NamedTuple):
     """Forward-backward on one chain, each array (T, n): smoothed ``P(x_t | o)``, the emission
-    cavity ``P(x_t | o without o_t)``, the forward messages ``alpha`` (filtered) and ``gamma``
-    (the backward message into t times the likelihood at t)."""
+    cavity ``P(x_t | o without o_t)``, the forward messages ``alpha`` (filtered) and
+    ``gamma`` (at t, proportional to the backward message into t times the likelihood at t;
+    zeros at step 0, which no move reaches)."""
 
     smoothed: np.ndarray
     cavity: np.ndarray
@@ -140,23 +144,23 @@ class _Chain(NamedTuple):
 
 def _chain_smoother(prior, transitions, emissions, messages) -> _Chain:
     """Forward-backward on one chain with transitions (T - 1, n, n), emission likelihoods
-    (T, n) and the other chains' messages (T, n)."""
-    likelihoods = emissions * messages
-    steps, n = likelihoods.shape
-    alpha, ahead = np.empty_like(likelihoods), np.empty_like(likelihoods)
-    for t in range(steps):
-        ahead[t] = alpha[t - 1] @ transitions[t - 1] if t else prior
-        alpha[t] = _normalise(ahead[t] * likelihoods[t], ahead[t])  # o_t impossible: keep ahead
-    smoothed, cavity, gamma = np.empty_like(alpha), np.empty_like(alpha), np.empty_like(alpha)
-    beta = np.ones(n)
-    for t in range(steps - 1, -1, -1):
-        if t < steps - 1:
-            beta = transitions[t] @ gamma[t + 1]
-            beta /= beta.max() if beta.max() > 0 else 1.0
-        gamma[t] = likelihoods[t] * beta
-        smoothed[t] = _normalise(alpha[t] * beta, alpha[t])
-        cavity[t] = _normalise(ahead[t] * messages[t] * beta, ahead[t])
-    return _Chain(smoothed, cavity, alpha, gamma)
+    (T, n) and the other chains' messages (T, n): ``pipeline.inference``'s recursion over the
+    time-varying transitions, with its conventions (an impossible step keeps its predicted
+    belief and counts as unobserved going backward)."""
+    evidence = read_likelihoods(emissions * messages, prior.size)
+    found = forward_backward(Stepped(transitions.__getitem__), prior, evidence, keep=True)
+    alpha, after = found.filtered, found.after
+    moves = transitions[: len(alpha) - 1]
+    ahead, beta = np.empty_like(alpha), np.ones_like(alpha)
+    ahead[0] = prior
+    ahead[1:] = np.einsum("ti,tij->tj", alpha[:-1], moves)
+    beta[:-1] = np.einsum("tij,tj->ti", moves, after[:-1])  # P(o_{t+1:} | x_t), scaled
+    cavity = np.empty_like(alpha)
+    for t in range(len(alpha)):
+        cavity[t] = _normalise(ahead[t] * messages[t] * beta[t], ahead[t])
+    gamma = np.zeros_like(alpha)
+    gamma[1:] = after[:-1]
+    return _Chain(found.posteriors, cavity, alpha, gamma)
 
 
 def _structured(model: CoupledHMM, observations, priors, q, cavity, tolerance, max_iterations):

@@ -29,9 +29,20 @@ writes only its own rows of the per-token and per-transition arrays, and the sum
 the batch (emission counts, visits, the dense blocks' gradient, the band's) are made
 afterwards in a fixed order, so a batch's statistics do not depend on the threads.
 
-It does not call ``pipeline.operators``' forward and backward products: those multiply
-by the whole n x n transition, where a blocked step reads only the k x k block its token
-pair chooses (k^2 or 2 k F work instead of n^2 or 2 n F).
+Why this recursion is not ``pipeline.inference``'s, though it is the same one: a blocked
+sequence is an HMM over the k states of each token's cluster whose transitions change with
+time (step t's is the block ``T[c_{t-1}, c_t]``, its likelihoods ``e_t``), which
+``pipeline.inference.smoothing`` takes as ``transitions=``, and on a model as an ``HMM``
+(the unblocked emissions, zero outside the clusters) ``smoothing`` gives the statistics
+here to rounding (``tests/hmmlm/test_blocked.py``). But training an LM runs this recursion
+over every token of every batch: here a step is its k^2 or 2 k F multiply-adds inside one
+compiled loop, the sequences in parallel, in the parameters' precision (float32 in
+training), where ``pipeline.inference`` steps time-varying transitions from Python, a call
+of the step-operator protocol per token in float64, whose overhead is many times a small
+block's arithmetic; and its compiled recursions multiply by a whole constant n x n
+transition (n^2 or 2 n F work a step). Its convention for an impossible token is moot: the
+emissions are softmax probabilities and the blocks a softmax's or a kernel's, all positive,
+so no step's evidence is zero.
 
 The statistics of the gradient (``Statistics``) are what ``pipeline.hmmlm.evidence``
 gives for an unblocked model, restricted to the blocks: the posteriors, and per

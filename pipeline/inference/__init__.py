@@ -7,7 +7,11 @@ entries of the rows of non-zero states for CSR, the CSR step plus a rank-one or 
 update for ``SparsePlusRankOne`` and ``LowRank``. Each recursion runs its whole horizon
 in one compiled loop (``pipeline.kernels``): the forward step (``forward``), the backward
 step (``backward``: a product with ``T`` where the forward one is with ``T.T``) and the
-max-product step (``maxproduct``).
+max-product step (``maxproduct``). Transitions that change with time (``transitions=``: an
+array (T - 1, n_states, n_states) as dynamax takes, a sequence of matrices, or a callable
+of t) run the same recursions step by step in Python over the step-operator protocol of
+``pipeline.operators`` (``recursion``), as does any ``StepOperator`` that is not a matrix
+(the coupled joint chain's), with the same conventions.
 
 - ``predict``: ``P(S_t)`` without observations;
 - ``filtering``, ``filtering_chunks``: ``P(S_t | o_0..o_t)`` and the evidence

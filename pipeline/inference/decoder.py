@@ -30,10 +30,12 @@ from pipeline.inference.inputs import (
     read_initial,
     read_observations,
     read_segments,
+    segments,
 )
+from pipeline.inference.recursion import Compiled, Stepped, entries, recursion
 from pipeline.inference.smoother import checkpoint_steps
 from pipeline.kernels import maxproduct
-from pipeline.operators import check_max_product, entries_at
+from pipeline.operators import check_max_product
 
 POINTER_BYTES = 2**28
 """Viterbi keeps every step's back-pointers while they take at most this many bytes
@@ -82,6 +84,7 @@ def viterbi(
     log_likelihoods=None,
     initial=None,
     checkpoint=None,
+    transitions=None,
 ) -> ViterbiResult | ViterbiBatchResult:
     """The most probable state path and its log probability jointly with the observations.
 
@@ -102,24 +105,30 @@ def viterbi(
         Decode in segments of this many steps from checkpoints (O(n (T / k + k)) memory);
         default: every step at once while the pointers take at most ``POINTER_BYTES``,
         else segments of ``ceil(sqrt(T))``. The path is the same either way.
+    transitions : optional
+        Transitions that change with time, T - 1 of them, instead of ``hmm.transition``
+        (as for ``filtering``); each step's operator is checked as ``hmm.transition`` is.
 
     Returns
     -------
     ViterbiResult for one sequence, ViterbiBatchResult for a batch (each member in turn)
     """
-    check_max_product(hmm.transition)
+    if transitions is None:
+        check_max_product(hmm.transition)
     initial = read_initial(hmm, initial)
     if initial.ndim == 1 and not is_batch(observations, likelihoods, log_likelihoods):
         steps, segment_of = read_segments(hmm, observations, likelihoods, log_likelihoods)
-        return _decode(hmm, initial, steps, segment_of, checkpoint)
+        run = recursion(hmm, transitions, steps)
+        return decode(run, initial, steps, segment_of, checkpoint)
     evidence = read_evidence(hmm, observations, likelihoods, log_likelihoods)
     initial, rows = broadcast(hmm, initial, evidence.rows)
+    run = recursion(hmm, transitions, rows.shape[1])
     runs = [
-        _decode(
-            hmm,
+        decode(
+            run,
             start,
             rows.shape[1],
-            _rows_of(Evidence(evidence.likelihoods, member, evidence.log_scale)),
+            segments(Evidence(evidence.likelihoods, member, evidence.log_scale)),
             checkpoint,
         )
         for start, member in zip(initial, rows, strict=True)
@@ -131,24 +140,19 @@ def viterbi(
     )
 
 
-def _rows_of(evidence: Evidence):
-    """``segment(start, stop)`` of one member's rows of a batch's evidence."""
-
-    def segment(start: int, stop: int) -> Evidence:
-        return Evidence(evidence.likelihoods, evidence.rows[start:stop], evidence.log_scale)
-
-    return segment
-
-
 def _segment_steps(steps: int, n: int, width: int, checkpoint) -> int:
     if checkpoint is None and steps * n * width <= POINTER_BYTES:
         return steps
     return checkpoint_steps(steps, checkpoint)
 
 
-def _decode(hmm: HMM, initial: np.ndarray, steps: int, segment_of, checkpoint) -> ViterbiResult:
-    """One sequence of ``steps`` steps whose evidence ``segment_of(start, stop)`` gives."""
-    layout, n = hmm.transition_layout, hmm.n_states
+def decode(
+    run: Compiled | Stepped, initial: np.ndarray, steps: int, segment_of, checkpoint
+) -> ViterbiResult:
+    """``viterbi`` of one sequence of ``steps`` steps whose evidence ``segment_of(start,
+    stop)`` gives (an ``Evidence`` whose rows are those of steps ``start .. stop - 1``), by
+    the recursion ``run`` (``pipeline.inference.recursion``), from ``initial`` (n,)."""
+    n = initial.size
     pointer = np.min_scalar_type(n - 1)  # the narrowest unsigned type
     size = _segment_steps(steps, n, pointer.itemsize, checkpoint)
     starts = list(range(0, steps, size))
@@ -161,8 +165,7 @@ def _decode(hmm: HMM, initial: np.ndarray, steps: int, segment_of, checkpoint) -
             before[start] = delta.copy()
         stop = min(start + size, steps)
         evidence = segment_of(start, stop)
-        total = maxproduct.viterbi(
-            layout,
+        total = run.viterbi(
             initial,
             evidence.likelihoods,
             evidence.rows,
@@ -171,6 +174,7 @@ def _decode(hmm: HMM, initial: np.ndarray, steps: int, segment_of, checkpoint) -
             back[: stop - start],
             zero[start:stop],
             total,
+            start,
         )
         offsets += evidence.offsets(zero[start:stop])
     path = np.empty(steps, dtype=np.int64)
@@ -179,8 +183,7 @@ def _decode(hmm: HMM, initial: np.ndarray, steps: int, segment_of, checkpoint) -
         stop = min(start + size, steps)
         if stop < steps:  # the last segment's pointers are still in the buffer
             evidence = segment_of(start, stop)
-            maxproduct.viterbi(
-                layout,
+            run.viterbi(
                 initial,
                 evidence.likelihoods,
                 evidence.rows,
@@ -189,6 +192,7 @@ def _decode(hmm: HMM, initial: np.ndarray, steps: int, segment_of, checkpoint) -
                 back[: stop - start],
                 np.zeros(stop - start, dtype=bool),
                 0.0,
+                start,
             )
         state = maxproduct.backtrack(back[: stop - start], state, path[start:stop])
     log_probability = -np.inf if zero.any() else float(total + offsets)
@@ -196,7 +200,14 @@ def _decode(hmm: HMM, initial: np.ndarray, steps: int, segment_of, checkpoint) -
 
 
 def path_log_probability(
-    hmm: HMM, path, observations=None, *, likelihoods=None, log_likelihoods=None, initial=None
+    hmm: HMM,
+    path,
+    observations=None,
+    *,
+    likelihoods=None,
+    log_likelihoods=None,
+    initial=None,
+    transitions=None,
 ) -> float:
     """``log P(S_0..S_{T-1} = path, o_0..o_{T-1})`` under ``hmm``: the joint log probability
     of one state path and the observations, as ``ViterbiResult.log_probability`` gives it
@@ -213,6 +224,8 @@ def path_log_probability(
         As for ``viterbi``, one sequence of T steps (exactly one of the three).
     initial : array_like, shape (n_states,), optional
         The distribution of ``S_0``; default ``hmm.prior``.
+    transitions : optional
+        Transitions that change with time, T - 1 of them (as for ``viterbi``).
 
     Returns
     -------
@@ -238,7 +251,7 @@ def path_log_probability(
         symbols = read_observations(observations, hmm.n_observations)
         _check_steps(symbols.shape, path.size)
         seen = symbols >= 0
-        emitted = _entries(hmm.emission, path[seen], symbols[seen])
+        emitted = entries(hmm.emission, path[seen], symbols[seen])
         offsets = 0.0
     else:
         evidence = read_evidence(hmm, observations, likelihoods, log_likelihoods)
@@ -247,16 +260,10 @@ def path_log_probability(
         rows = evidence.rows[seen]
         emitted = evidence.likelihoods[rows, path[seen]]
         offsets = float(evidence.log_scale[rows].sum())
-    moved = _entries(hmm.transition, path[:-1], path[1:])
+    moved = recursion(hmm, transitions, path.size).moves(path)
     with np.errstate(divide="ignore"):
         terms = np.log(initial[path[0]]) + np.log(moved).sum() + np.log(emitted).sum()
     return float(terms + offsets)
-
-
-def _entries(T, row: np.ndarray, column: np.ndarray) -> np.ndarray:
-    """``entries_at`` that reads nothing for no positions (a one-step path, nothing observed):
-    scipy's sparse indexing does not take empty index arrays alike in every format."""
-    return entries_at(T, row, column) if row.size else np.empty(0)
 
 
 def _check_steps(shape: tuple[int, ...], steps: int) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from pipeline.hmm import HMM
 from pipeline.inference.inputs import Evidence, read_evidence, read_initial
-from pipeline.kernels import forward
+from pipeline.inference.recursion import Compiled, Stepped, recursion
 from pipeline.kernels.select import mass_target
 from pipeline.limits import check_memory
 
@@ -80,7 +80,9 @@ class FilterBatchResult(NamedTuple):
     pruned: np.ndarray
 
 
-def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0, history=True) -> np.ndarray:
+def predict(
+    hmm: HMM, horizon: int, *, initial=None, prune=1.0, history=True, transitions=None
+) -> np.ndarray:
     """State distributions ``P(S_t)`` for ``t = 0..horizon`` without observations.
 
     Parameters
@@ -94,11 +96,14 @@ def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0, history=True) ->
         Keep the top-``prune`` states of every belief (``filtering``); 1 keeps all.
     history : bool
         False: return only the last step (``filtering``).
+    transitions : optional
+        Transitions that change with time, ``horizon`` of them (``filtering``).
 
     Returns
     -------
     ndarray, shape (horizon + 1, n_states), or (B, horizon + 1, n_states)
-        Row ``t`` is ``initial @ T^t`` (without pruning); a batch's is a view of the
+        Row ``t`` is ``initial @ T^t`` (without pruning; ``initial @ T_0 @ .. @ T_{t-1}``
+        with ``transitions``); a batch's is a view of the
         state-major history (``FilterBatchResult.beliefs``). With ``history=False`` the time
         axis holds the last step only (length 1).
     """
@@ -113,10 +118,11 @@ def predict(hmm: HMM, horizon: int, *, initial=None, prune=1.0, history=True) ->
         f"horizon={int(horizon):,}",
         f"{STEP_BYTES} bytes a step and sequence" + (", and its beliefs" if beliefs else ""),
     )
+    run = recursion(hmm, transitions, int(horizon) + 1)
     rows = np.full(int(horizon) + 1, -1, dtype=np.int64)  # nothing observed: no likelihoods
     nothing = Evidence(np.empty((0, hmm.n_states)), rows, np.empty(0))
     forward_ = _forward if initial.ndim == 1 else _forward_block
-    return forward_(hmm, initial, nothing, target, kept).beliefs
+    return forward_(run, hmm, initial, nothing, target, kept).beliefs
 
 
 def filtering(
@@ -128,6 +134,7 @@ def filtering(
     initial=None,
     prune=1.0,
     history=True,
+    transitions=None,
 ) -> FilterResult | FilterBatchResult:
     """The forward algorithm: filtered beliefs ``P(S_t | o_0..o_t)`` and the evidence.
 
@@ -155,6 +162,12 @@ def filtering(
         belief is kept and returned (time axis of length 1), in memory of two steps: a
         caller who needs the final belief, the evidence and the per-step ``pruned`` and
         ``elapsed`` does not pay for writing (and the memory of) a ``T x n_states`` history.
+    transitions : optional
+        Transitions that change with time, instead of ``hmm.transition`` (which is then not
+        read): ``transitions[t] = P(S_{t+1} | S_t)`` for ``t = 0..T - 2``, as an array
+        (T - 1, n_states, n_states), a sequence of T - 1 operators (any matrix format, or a
+        ``pipeline.operators.StepOperator``), or a callable ``t -> operator``
+        (``pipeline.inference.recursion``). The recursion then runs step by step in Python.
 
     Returns
     -------
@@ -164,9 +177,10 @@ def filtering(
     evidence = read_evidence(hmm, observations, likelihoods, log_likelihoods)
     initial = read_initial(hmm, initial)
     kept = _kept(history)
+    run = recursion(hmm, transitions, evidence.rows.shape[-1])
     if evidence.rows.ndim == 1 and initial.ndim == 1:
-        return _forward(hmm, initial, evidence, target, kept)
-    return _forward_block(hmm, initial, evidence, target, kept)
+        return _forward(run, hmm, initial, evidence, target, kept)
+    return _forward_block(run, hmm, initial, evidence, target, kept)
 
 
 def _kept(history) -> int | None:
@@ -207,11 +221,12 @@ def filtering_chunks(
     likelihoods=None,
     log_likelihoods=None,
     prune=1.0,
+    transitions=None,
 ) -> Iterator[Chunk]:
     """``filtering`` of one sequence, ``chunk`` steps at a time: the same numbers to the last
     bit as one call, in memory of ``chunk`` beliefs (a history of ``(T, n_states)`` never
     exists). Each chunk continues the recursion from the last belief of the one before.
-    The evidence is given as to ``filtering``.
+    The evidence and ``transitions`` are given as to ``filtering``.
 
     >>> import numpy as np
     >>> from pipeline.models import build_model
@@ -229,17 +244,16 @@ def filtering_chunks(
     if rows.ndim != 1:
         raise ValueError(f"the evidence must be of one sequence, got {rows.shape[0]} sequences")
     steps, n = rows.size, hmm.n_states
+    run = recursion(hmm, transitions, steps)
     size = min(int(chunk), steps)
     buffers = _touched((size, n)), _touched((size, n))
-    layout, threads = hmm.transition_layout, forward.step_threads(hmm.transition_layout)
     previous, log_evidence, offsets = hmm.prior, 0.0, 0.0
     for k, start in enumerate(range(0, steps, size)):
         part = rows[start : start + size]
         beliefs = buffers[k % 2][: part.size]  # the other buffer holds the step before
         elapsed, pruned = np.empty(part.size), np.empty(part.size)
         zero = np.zeros(part.size, dtype=bool)
-        log_evidence = forward.forward(
-            layout,
+        log_evidence = run.forward(
             previous,
             evidence.likelihoods,
             part,
@@ -248,36 +262,27 @@ def filtering_chunks(
             elapsed,
             zero,
             pruned,
-            threads,
             start > 0,
             log_evidence,
+            start,
         )
         offsets += float(Evidence(evidence.likelihoods, part, evidence.log_scale).offsets(zero))
         yield Chunk(start, beliefs, float(log_evidence) + offsets, zero, elapsed, pruned)
         previous = beliefs[-1]
 
 
-def _forward(hmm: HMM, initial, evidence: Evidence, target: float, kept=None) -> FilterResult:
+def _forward(
+    run: Compiled | Stepped, hmm: HMM, initial, evidence: Evidence, target: float, kept=None
+) -> FilterResult:
     rows = evidence.rows
     steps, n = rows.size, hmm.n_states
     beliefs = np.empty((min(steps, kept or steps), n))  # pages mapped as the steps write
     elapsed, pruned = np.empty(steps), np.empty(steps)
     zero = np.zeros(steps, dtype=bool)
-    log_evidence = forward.forward(
-        hmm.transition_layout,
-        initial,
-        evidence.likelihoods,
-        rows,
-        target,
-        beliefs,
-        elapsed,
-        zero,
-        pruned,
-        forward.step_threads(hmm.transition_layout),
-        False,
-        0.0,
+    log_evidence = run.forward(
+        initial, evidence.likelihoods, rows, target, beliefs, elapsed, zero, pruned, False, 0.0
     )
-    log_evidence += evidence.offsets(zero)
+    log_evidence += float(evidence.offsets(zero))  # one sequence's: a float
     zero = np.flatnonzero(zero) if log_evidence == -np.inf else np.empty(0, np.intp)
     if kept:
         beliefs = beliefs[(steps - 1) % beliefs.shape[0]][None]
@@ -293,7 +298,7 @@ def broadcast(hmm: HMM, initial: np.ndarray, rows: np.ndarray) -> tuple[np.ndarr
 
 
 def _forward_block(
-    hmm: HMM, initial, evidence: Evidence, target: float, kept=None
+    run: Compiled | Stepped, hmm: HMM, initial, evidence: Evidence, target: float, kept=None
 ) -> FilterBatchResult:
     """A batch: the kernels work on state-major blocks (n, B) so a step is one product."""
     initial, rows = broadcast(hmm, initial, evidence.rows)
@@ -304,17 +309,8 @@ def _forward_block(
     zero = np.zeros((size, steps), dtype=bool)
     pruned = np.zeros((size, steps))
     log_evidence = np.zeros(size)
-    forward.forward_block(
-        hmm.transition_layout,
-        block,
-        evidence.likelihoods,
-        rows,
-        target,
-        beliefs,
-        elapsed,
-        zero,
-        pruned,
-        log_evidence,
+    run.forward_block(
+        block, evidence.likelihoods, rows, target, beliefs, elapsed, zero, pruned, log_evidence
     )
     log_evidence += Evidence(evidence.likelihoods, rows, evidence.log_scale).offsets(zero)
     if kept:

@@ -102,15 +102,7 @@ def read_evidence(hmm: HMM, observations, likelihoods, log_likelihoods) -> Evide
         table, log_scale = _scaled(table)
         return Evidence(table, rows, log_scale)
     if likelihoods is not None:
-        table, rows = _step_rows(likelihoods, hmm.n_states, "likelihoods")
-        if not (np.isfinite(table).all() and (table >= 0).all()):
-            index = _first(~np.isfinite(table) | (table < 0), rows.shape)
-            raise ValueError(
-                f"likelihoods[{index}] is not a finite non-negative number; allowed: "
-                "likelihoods in [0, inf)"
-            )
-        table, log_scale = _scaled(table)
-        return Evidence(table, rows, log_scale)
+        return read_likelihoods(likelihoods, hmm.n_states)
     table, rows = _step_rows(log_likelihoods, hmm.n_states, "log_likelihoods")
     if np.isnan(table).any() or (table == np.inf).any():
         index = _first(np.isnan(table) | (table == np.inf), rows.shape)
@@ -120,6 +112,23 @@ def read_evidence(hmm: HMM, observations, likelihoods, log_likelihoods) -> Evide
     top = table.max(axis=1)
     log_scale = np.where(np.isfinite(top), top, 0.0)
     return Evidence(np.exp(table - log_scale[:, None]), rows, log_scale)
+
+
+def read_likelihoods(likelihoods, n_states: int) -> Evidence:
+    """The evidence of per-step likelihoods ``P(o_t | S_t = i)``, shape (T, n_states) or
+    (B, T, n_states), finite and non-negative: what ``read_evidence`` makes of
+    ``likelihoods=``, for a caller with its own emission model and no ``HMM``
+    (``pipeline.coupled``). Every step counts as observed (a row of ones observes nothing,
+    and renormalises the belief)."""
+    table, rows = _step_rows(likelihoods, n_states, "likelihoods")
+    if not (np.isfinite(table).all() and (table >= 0).all()):
+        index = _first(~np.isfinite(table) | (table < 0), rows.shape)
+        raise ValueError(
+            f"likelihoods[{index}] is not a finite non-negative number; allowed: "
+            "likelihoods in [0, inf)"
+        )
+    table, log_scale = _scaled(table)
+    return Evidence(table, rows, log_scale)
 
 
 def is_batch(observations, likelihoods, log_likelihoods) -> bool:
@@ -155,11 +164,17 @@ def read_segments(hmm: HMM, observations, likelihoods, log_likelihoods):
     whole = read_evidence(hmm, observations, likelihoods, log_likelihoods)
     if whole.rows.ndim != 1:
         raise ValueError(f"the evidence must be of one sequence, got {whole.rows.shape[0]}")
+    return whole.rows.size, segments(whole)
 
-    def of_rows(start: int, stop: int) -> Evidence:
-        return Evidence(whole.likelihoods, whole.rows[start:stop], whole.log_scale)
 
-    return whole.rows.size, of_rows
+def segments(evidence: Evidence):
+    """``segment(start, stop)``: the ``Evidence`` of steps ``start .. stop - 1`` of one
+    sequence's ``evidence``, views of its rows."""
+
+    def segment(start: int, stop: int) -> Evidence:
+        return Evidence(evidence.likelihoods, evidence.rows[start:stop], evidence.log_scale)
+
+    return segment
 
 
 def read_observations(observations, n_observations: int) -> np.ndarray:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pipeline.hmm import HMM
+from pipeline.inference.recursion import recursion
 from pipeline.limits import check_memory
 from pipeline.operators import column_sampler, draw_dense
 
@@ -47,7 +48,9 @@ class SampleBatch(NamedTuple):
     observations: np.ndarray
 
 
-def sample(hmm: HMM, horizon: int, *, seed, n_sequences: int = 1) -> Sample | SampleBatch:
+def sample(
+    hmm: HMM, horizon: int, *, seed, n_sequences: int = 1, transitions=None
+) -> Sample | SampleBatch:
     """State paths and their symbols over steps ``0..horizon`` (as ``predict``'s), drawn from
     ``hmm``.
 
@@ -60,6 +63,10 @@ def sample(hmm: HMM, horizon: int, *, seed, n_sequences: int = 1) -> Sample | Sa
         Seeds ``numpy.random.default_rng``: the same seed gives the same draws.
     n_sequences : int >= 1
         1 (the default) gives a ``Sample`` of one sequence; more, a ``SampleBatch``.
+    transitions : optional
+        Transitions that change with time, ``horizon`` of them, instead of
+        ``hmm.transition`` (as for ``filtering``): ``states[t]`` is drawn from the rows of
+        ``transitions[t - 1]``; each must be a matrix (``column_sampler``).
 
     ``ValueError`` names ``horizon`` and ``n_sequences`` when their draws (``DRAW_BYTES`` a
     step and sequence) cannot fit this machine's memory.
@@ -83,9 +90,9 @@ def sample(hmm: HMM, horizon: int, *, seed, n_sequences: int = 1) -> Sample | Sa
     rng = np.random.default_rng(seed)
     states = np.empty((steps, size), np.int64)  # step-major: each step's draws are contiguous
     states[0] = draw_dense(np.broadcast_to(hmm.prior, (size, hmm.n_states)), rng)
-    transition = column_sampler(hmm.transition)
+    run = recursion(hmm, transitions, steps)
     for t in range(1, steps):
-        states[t] = transition(states[t - 1], rng)
+        states[t] = run.sampler(t - 1)(states[t - 1], rng)
     observations = column_sampler(hmm.emission)(states.reshape(-1), rng).reshape(steps, size)
     if size == 1:
         return Sample(states[:, 0].copy(), observations[:, 0].copy())

@@ -8,6 +8,9 @@ belief into the posterior in place. Both halves rescale every message, so they s
 over any horizon.
 
 ``smoothing`` returns every step's posterior (memory: the posteriors and O(n) more).
+``forward_backward`` is the recursion itself, keeping what it passes from step to step: the
+filtered beliefs and the backward messages, for an algorithm built on one chain's smoother
+(``pipeline.coupled``: exact inference on the joint chain, the structured mean field).
 ``smoothing_chunks`` hands them out a segment at a time, latest first, from filtered beliefs
 kept every ``k`` steps (checkpoints) and recomputed in between: memory of about
 ``(T / k + k) n`` values, O(n sqrt(T)) for ``k = sqrt(T)``, for models whose posteriors
@@ -18,18 +21,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 import numpy as np
 
 from pipeline.hmm import HMM
 from pipeline.inference.forward import broadcast
 from pipeline.inference.inputs import Evidence, read_evidence, read_initial, read_segments
-from pipeline.kernels import backward, forward
-from pipeline.operators import Matrix, expected_counts
+from pipeline.inference.recursion import Compiled, Stepped, recursion
+from pipeline.operators import Matrix
 
 NO_PRUNING = np.inf
 """The forward recursion's prune target that keeps every state."""
+
+Counts: TypeAlias = Matrix | np.ndarray | tuple[Matrix, ...]
+"""Expected transition counts: one matrix, or one per step (T - 1, n, n) or a tuple of them
+for transitions that change with time."""
 
 
 class SmoothResult(NamedTuple):
@@ -42,17 +49,20 @@ class SmoothResult(NamedTuple):
     zero_evidence : ndarray of int
         The steps whose observation had zero probability: they count as unobserved, in the
         forward and the backward half alike.
-    transition_counts : matrix of shape (n_states, n_states), or None
+    transition_counts : matrix of shape (n_states, n_states), per-step counts, or None
         With ``counts=True``, the expected transition counts
         ``sum_t P(S_t = i, S_{t+1} = j | o_0..o_{T-1})`` (``pipeline.operators.
         expected_counts``: an ndarray for a dense transition matrix, a ``csr_array`` on the
-        stored entries of a CSR one, a ``LowRank`` for the factored formats).
+        stored entries of a CSR one, a ``LowRank`` for the factored formats). With
+        ``transitions``, each step's ``P(S_t = i, S_{t+1} = j | o_0..o_{T-1})`` instead:
+        an array (T - 1, n_states, n_states) for transitions given as one, else a tuple of
+        T - 1 matrices in their steps' formats.
     """
 
     posteriors: np.ndarray
     log_evidence: float
     zero_evidence: np.ndarray
-    transition_counts: Matrix | None
+    transition_counts: Counts | None
 
 
 class SmoothBatchResult(NamedTuple):
@@ -64,7 +74,7 @@ class SmoothBatchResult(NamedTuple):
         Each member's ``log P(o^b)``; ``-inf`` where an observation had zero probability.
     zero_evidence : tuple of B ndarrays of int
         Each member's steps whose observation had zero probability.
-    transition_counts : matrix of shape (n_states, n_states), or None
+    transition_counts : matrix of shape (n_states, n_states), per-step counts, or None
         With ``counts=True``, the expected transition counts summed over the batch
         (``SmoothResult.transition_counts`` of each member, added), in the same format.
     """
@@ -72,7 +82,7 @@ class SmoothBatchResult(NamedTuple):
     posteriors: np.ndarray
     log_evidence: np.ndarray
     zero_evidence: tuple[np.ndarray, ...]
-    transition_counts: Matrix | None
+    transition_counts: Counts | None
 
 
 class SmoothChunk(NamedTuple):
@@ -100,6 +110,7 @@ def smoothing(
     log_likelihoods=None,
     initial=None,
     counts=False,
+    transitions=None,
 ) -> SmoothResult | SmoothBatchResult:
     """Forward-backward: the posterior ``P(S_t | o_0..o_{T-1})`` of every step and the evidence.
 
@@ -118,6 +129,9 @@ def smoothing(
     counts : bool
         Also return the expected transition counts (what an EM step needs), which keeps the
         filtered beliefs and the backward messages of every step besides the posteriors.
+    transitions : optional
+        Transitions that change with time, T - 1 of them, instead of ``hmm.transition``
+        (as for ``filtering``); both halves then run step by step in Python.
 
     Returns
     -------
@@ -128,61 +142,92 @@ def smoothing(
         raise ValueError(f"counts must be True or False, got {counts!r}")
     evidence = read_evidence(hmm, observations, likelihoods, log_likelihoods)
     initial = read_initial(hmm, initial)
+    run = recursion(hmm, transitions, evidence.rows.shape[-1])
     if evidence.rows.ndim == 1 and initial.ndim == 1:
-        run = _smooth(hmm, initial, evidence, counts)
-        zero = np.flatnonzero(run.zero) if run.log_evidence == -np.inf else np.empty(0, np.intp)
-        matrix = expected_counts(hmm.transition, *run.pairs) if run.pairs is not None else None
-        return SmoothResult(run.posteriors, run.log_evidence, zero, matrix)
+        found = forward_backward(run, initial, evidence, keep=bool(counts))
+        matrix = run.counts([found.filtered[:-1]], [found.after[:-1]]) if counts else None
+        return SmoothResult(found.posteriors, found.log_evidence, found.zero_evidence, matrix)
     initial, rows = broadcast(hmm, initial, evidence.rows)
     runs = [
-        _smooth(hmm, start, Evidence(evidence.likelihoods, member, evidence.log_scale), counts)
+        forward_backward(
+            run, start, Evidence(evidence.likelihoods, member, evidence.log_scale), bool(counts)
+        )
         for start, member in zip(initial, rows, strict=True)
     ]
     matrix = None
     if counts:
-        pairs = [run.pairs for run in runs if run.pairs is not None]  # every run's, with counts
-        before = np.concatenate([pair[0] for pair in pairs])
-        after = np.concatenate([pair[1] for pair in pairs])
-        matrix = expected_counts(hmm.transition, before, after)
+        matrix = run.counts([m.filtered[:-1] for m in runs], [m.after[:-1] for m in runs])
     return SmoothBatchResult(
-        np.stack([run.posteriors for run in runs]),
-        np.array([run.log_evidence for run in runs]),
-        tuple(np.flatnonzero(run.zero) for run in runs),
+        np.stack([m.posteriors for m in runs]),
+        np.array([m.log_evidence for m in runs]),
+        tuple(np.flatnonzero(m.zero) for m in runs),
         matrix,
     )
 
 
-class _Run(NamedTuple):
+class Messages(NamedTuple):
+    """One sequence's forward-backward recursion (``forward_backward``), T steps of n states.
+
+    filtered : ndarray, shape (T, n), or (0, n) when not kept
+        ``P(S_t | o_0..o_t)``, ``filtering``'s beliefs.
+    posteriors : ndarray, shape (T, n)
+        ``P(S_t | o_0..o_{T-1})``.
+    after : ndarray, shape (T, n), or (0, n) when not kept
+        The backward message into step ``t + 1`` over the step's normaliser: ``P(S_t = i,
+        S_{t+1} = j | o) = filtered[t, i] T_t[i, j] after[t, j]``, so ``after[t]`` is
+        proportional to ``P(o_{t+1} | S_{t+1}) P(o_{t+2}..o_{T-1} | S_{t+1})``; zeros at the
+        last step.
+    log_evidence : float
+        ``log P(o_0..o_{T-1})``; ``-inf`` when some observation had zero probability.
+    zero : ndarray of bool, shape (T,)
+        The steps whose observation had zero probability: each kept its predicted belief,
+        and both halves count it as unobserved.
+    """
+
+    filtered: np.ndarray
     posteriors: np.ndarray
+    after: np.ndarray
     log_evidence: float
     zero: np.ndarray
-    pairs: tuple[np.ndarray, np.ndarray] | None  # filtered beliefs and messages (T - 1, n)
+
+    @property
+    def zero_evidence(self) -> np.ndarray:
+        """``zero``'s steps, as ``SmoothResult.zero_evidence`` lists them: none unless the
+        evidence is ``-inf``."""
+        if self.log_evidence == -np.inf:
+            return np.flatnonzero(self.zero)
+        return np.empty(0, np.intp)
 
 
-def _smooth(hmm: HMM, initial: np.ndarray, evidence: Evidence, counts: bool | np.bool_) -> _Run:
-    """One sequence, whole: the filtered beliefs written into the posteriors' array and
-    turned into posteriors in place (kept apart when the counts need them)."""
-    layout, rows, n = hmm.transition_layout, evidence.rows, hmm.n_states
+def forward_backward(
+    run: Compiled | Stepped, initial: np.ndarray, evidence: Evidence, keep: bool
+) -> Messages:
+    """The forward-backward recursion of one sequence: ``smoothing``'s, to the last bit.
+
+    ``run`` the recursion (``pipeline.inference.recursion``: ``Compiled`` or ``Stepped``),
+    ``initial`` (n,) the distribution of ``S_0``, ``evidence`` one sequence's (``inputs``);
+    ``keep``: keep the filtered beliefs and the backward messages (``Messages``), otherwise
+    the filtered beliefs are turned into the posteriors in place.
+    """
+    rows, n = evidence.rows, initial.size
     steps = rows.size
     alphas = np.empty((steps, n))
     zero = np.zeros(steps, dtype=bool)
-    log_evidence = _filter(layout, initial, evidence.likelihoods, rows, alphas, zero, False, 0.0)
-    posteriors = np.empty((steps, n)) if counts else alphas
-    after = np.empty((steps if counts else 0, n))
-    backward.backward(
-        layout, evidence.likelihoods, rows, zero, alphas, posteriors, np.empty(n), True, after
-    )
+    log_evidence = _filter(run, initial, evidence.likelihoods, rows, alphas, zero, False, 0.0)
+    posteriors = np.empty((steps, n)) if keep else alphas
+    after = np.empty((steps if keep else 0, n))
+    run.backward(evidence.likelihoods, rows, zero, alphas, posteriors, np.empty(n), True, after)
     log_evidence += float(evidence.offsets(zero))  # one sequence's: a float
-    pairs = (alphas[:-1], after[:-1]) if counts else None
-    return _Run(posteriors, float(log_evidence), zero, pairs)
+    filtered = alphas if keep else np.empty((0, n))
+    return Messages(filtered, posteriors, after, float(log_evidence), zero)
 
 
-def _filter(layout, initial, likelihoods, rows, beliefs, zero, resume, log_evidence) -> float:
-    """The forward recursion over ``rows`` into ``beliefs``, without pruning: ``filtering``'s
-    numbers to the last bit. ``zero`` (output) marks the impossible steps."""
+def _filter(run, initial, likelihoods, rows, beliefs, zero, resume, log_evidence, start=0):
+    """The forward recursion over ``rows`` (steps ``start`` on) into ``beliefs``, without
+    pruning: ``filtering``'s numbers to the last bit. ``zero`` (output) marks the impossible
+    steps. Returns the log evidence."""
     steps = rows.size
-    return forward.forward(
-        layout,
+    return run.forward(
         initial,
         likelihoods,
         rows,
@@ -191,9 +236,9 @@ def _filter(layout, initial, likelihoods, rows, beliefs, zero, resume, log_evide
         np.empty(steps),
         zero,
         np.empty(steps),
-        forward.step_threads(layout),
         resume,
         log_evidence,
+        start,
     )
 
 
@@ -215,6 +260,7 @@ def smoothing_chunks(
     log_likelihoods=None,
     initial=None,
     checkpoint=None,
+    transitions=None,
 ) -> Iterator[SmoothChunk]:
     """``smoothing`` of one sequence, a segment of ``checkpoint`` steps at a time from the
     last segment to the first, in O(n sqrt(T)) memory: the same posteriors to the last bit as
@@ -228,7 +274,7 @@ def smoothing_chunks(
 
     Parameters
     ----------
-    hmm, observations, likelihoods, log_likelihoods, initial
+    hmm, observations, likelihoods, log_likelihoods, initial, transitions
         As for ``smoothing``, one sequence.
     checkpoint : int >= 1, optional
         Steps per segment; default ``ceil(sqrt(T))``: ``ceil(T / k)`` checkpoints and one
@@ -246,7 +292,7 @@ def smoothing_chunks(
     initial = read_initial(hmm, initial)
     if initial.ndim != 1:
         raise ValueError("smoothing_chunks takes one sequence and one initial distribution")
-    n, layout = hmm.n_states, hmm.transition_layout
+    n, run = hmm.n_states, recursion(hmm, transitions, steps)
     size = checkpoint_steps(steps, checkpoint)
     starts = list(range(0, steps, size))
     beliefs = np.empty((min(size, steps), n))
@@ -259,7 +305,7 @@ def smoothing_chunks(
         stop = min(start + size, steps)
         evidence = segment_of(start, stop)
         log_evidence = _filter(
-            layout,
+            run,
             before.get(start, initial),
             evidence.likelihoods,
             evidence.rows,
@@ -267,6 +313,7 @@ def smoothing_chunks(
             zero[start:stop],
             start > 0,
             log_evidence,
+            start,
         )
         offsets += evidence.offsets(zero[start:stop])
     log_evidence = float(log_evidence + offsets)
@@ -278,7 +325,7 @@ def smoothing_chunks(
         if stop < steps:  # the last segment's filtered beliefs and rows are still at hand
             evidence = segment_of(start, stop)
             _filter(
-                layout,
+                run,
                 before.get(start, initial),
                 evidence.likelihoods,
                 evidence.rows,
@@ -286,9 +333,9 @@ def smoothing_chunks(
                 np.zeros(stop - start, dtype=bool),
                 start > 0,
                 0.0,
+                start,
             )
-        backward.backward(
-            layout,
+        run.backward(
             evidence.likelihoods,
             evidence.rows,
             zero[start:stop],
@@ -297,5 +344,6 @@ def smoothing_chunks(
             message,
             stop == steps,
             np.empty((0, n)),
+            start,
         )
         yield SmoothChunk(start, segment, log_evidence, impossible)

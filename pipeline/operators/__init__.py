@@ -22,7 +22,9 @@ compiled recursions read), ``backward_product`` (the backward step ``T @ y``, a 
 ``column_sampler`` (draws from rows without generating them), ``peaks`` and
 ``row_blocks`` (for row selection). The forward step ``belief @ T`` is
 ``forward_product``, the compiled step of the format's ``layout``; ``batch_products`` keeps
-one matrix's layout for a caller stepping it many times from Python.
+one matrix's layout for a caller stepping it many times from Python. The three products are
+the step-operator protocol (``StepOperator``, ``compiled``) that ``pipeline.inference``
+runs its recursions over.
 
 Every matrix enters through ``as_operator`` (or a structured format's constructor), which
 checks it before anything reads its entries: real values (``check_real``), and for sparse
@@ -49,6 +51,7 @@ from pipeline.operators.base import (
     Products,
     Sampler,
     SparseRows,
+    StepOperator,
     as_operator,
     backward_product,
     batch_products,
@@ -57,6 +60,7 @@ from pipeline.operators.base import (
     check_real,
     column_sampler,
     columns,
+    compiled,
     count_nonzero,
     draw_dense,
     entries_at,
@@ -91,6 +95,7 @@ __all__ = [
     "Sampler",
     "SparsePlusRankOne",
     "SparseRows",
+    "StepOperator",
     "as_operator",
     "backward_product",
     "batch_products",
@@ -100,6 +105,7 @@ __all__ = [
     "check_structure",
     "column_sampler",
     "columns",
+    "compiled",
     "count_nonzero",
     "draw_dense",
     "entries_at",

@@ -5,6 +5,16 @@ Each is a ``functools.singledispatch`` function; the module of each format
 matrix of shape (n, m) is row-stochastic where the pipeline uses it: row ``i`` is
 ``P(S_{t+1} | S_t = i)`` or ``P(O_t | S_t = i)``.
 
+Three of them are the step-operator protocol the recursions of ``pipeline.inference`` run
+over: ``forward_product`` (``belief @ T``), ``backward_product`` (``T @ message``, the
+transpose step) and ``max_product`` (Viterbi's step). Every matrix format answers them by
+the compiled step of its ``layout``, and a format with a layout (``compiled``) has its whole
+horizon run by the compiled recursions of ``pipeline.kernels``. A transition that is not a
+matrix (the coupled joint chain's contraction, ``pipeline.coupled.exact.JointTransition``)
+registers the three products, and ``as_operator``, ``check_entries`` and ``row_sums`` so
+that it is checked as a matrix is (``StepOperator``); ``pipeline.inference`` runs the same
+recursions over it, and over transitions that change with time, in a Python loop.
+
 Beside the operations: what some of them return (``Peaks``, ``MaxProduct``, ``Products``,
 and the row blocks of a selection, ``DenseRows`` and ``SparseRows``), the limits on the
 work a format may do for one (``BLOCK_ENTRIES``, ``MAX_GENERATED``), the error helpers
@@ -17,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import singledispatch
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -234,12 +244,32 @@ def as_vectors(values, size: int, name: str) -> np.ndarray:
     return values
 
 
+class StepOperator(Protocol):
+    """A transition the recursions step through without reading it as a matrix: an object
+    of shape (n, n) for which ``forward_product``, ``backward_product`` and ``max_product``
+    (and, to be checked as a matrix is, ``as_operator``, ``check_entries`` and ``row_sums``)
+    are registered. Every matrix format is one; so is ``pipeline.coupled.exact``'s
+    ``JointTransition``."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+
+def compiled(T) -> bool:
+    """Whether ``T``'s format has a layout of the compiled recursions (``layout``): a
+    constant transition in such a format is stepped by ``pipeline.kernels``, any other
+    ``StepOperator`` in a Python loop."""
+    return layout.dispatch(type(T)) is not layout.dispatch(object)
+
+
+@singledispatch
 def forward_product(T, beliefs) -> np.ndarray:
     """``beliefs @ T``: the forward step (a scatter of each state's row), by the compiled
     step of ``T``'s layout (``layout``), the one the forward recursion takes.
 
     ``beliefs`` (n,) gives (m,); a batch (B, n) gives (B, m). Each call makes the layout:
-    a caller stepping one matrix many times keeps ``batch_products(T)`` instead.
+    a caller stepping one matrix many times keeps ``batch_products(T)`` instead. A
+    ``StepOperator`` without a layout registers its own.
     """
     return _forward_product(layout(T), as_vectors(beliefs, T.shape[0], "beliefs"), T.shape[1])
 

@@ -5,12 +5,14 @@ import itertools
 import numpy as np
 import pytest
 from hmmlearn.hmm import CategoricalHMM
+from inference import brute_force
 
 from pipeline.coupled import exact
 from pipeline.coupled.family import build
 from pipeline.coupled.model import CoupledHMM
-from pipeline.inference import filtering
+from pipeline.inference import filtering, smoothing, viterbi
 from pipeline.models import HMM
+from pipeline.operators import compiled, max_product
 
 SHAPES = [(2, 3, "chain"), (3, 2, "chain"), (2, 3, "set"), (3, 2, "set")]
 
@@ -56,24 +58,6 @@ def definition(model: CoupledHMM) -> np.ndarray:
     return T
 
 
-def enumerate_paths(hmm: HMM, observations):
-    """Brute force over every joint path: smoothed marginals, evidence, the best path."""
-    steps, n = len(observations), hmm.n_states
-    marginals, total, best = np.zeros((steps, n)), 0.0, (-1.0, None)
-    for path in itertools.product(range(n), repeat=steps):
-        p = hmm.prior[path[0]]
-        for t in range(1, steps):
-            p *= hmm.transition[path[t - 1], path[t]]
-        for t, o in enumerate(observations):
-            if o >= 0:
-                p *= hmm.emission[path[t], o]
-        total += p
-        marginals[np.arange(steps), path] += p
-        if p > best[0]:
-            best = (p, path)
-    return marginals / total, np.log(total), best
-
-
 @pytest.mark.parametrize("model", list(models()), ids=lambda m: f"{m.sizes}-{m.observe}")
 def test_operator_is_the_definition(model):
     T = exact.JointTransition(model)
@@ -84,22 +68,62 @@ def test_operator_is_the_definition(model):
     belief, values = rng.dirichlet(np.ones(model.n_joint)), rng.random(model.n_joint)
     np.testing.assert_allclose(T.forward(belief), belief @ dense, atol=1e-14)
     np.testing.assert_allclose(T.backward(values), dense @ values, atol=1e-14)
+    found, expected = T.max_product(values), max_product(dense, values)
+    np.testing.assert_allclose(found.values, expected.values, rtol=1e-14)
+    np.testing.assert_array_equal(found.states, expected.states)
+    assert not compiled(T)  # a step operator: the recursions step it in Python
 
 
 @pytest.mark.parametrize("model", list(models()), ids=lambda m: f"{m.sizes}-{m.observe}")
 def test_smoothing_and_viterbi_against_enumeration(model):
+    """Against every joint path (``inference/brute_force.py``, the oracle of every
+    recursion), to 1e-12."""
     _, observations = model.sample(4, np.random.default_rng(2))
     observations[2] = -1
     hmm = model.joint()
-    marginals, log_evidence, (p_best, best) = enumerate_paths(hmm, observations)
+    logs = brute_force.symbol_log_likelihoods(hmm.emission, observations)
+    marginals, log_evidence, _ = brute_force.smoothing(hmm.prior, hmm.transition, logs)
+    best, log_best = brute_force.viterbi(hmm.prior, hmm.transition, logs)
     result = exact.smoothing(model, observations)
     np.testing.assert_allclose(result.smoothed, marginals, atol=1e-12)
     np.testing.assert_allclose(result.filtered, filtering(hmm, observations).beliefs, atol=1e-12)
+    np.testing.assert_allclose(
+        result.filtered, brute_force.filtering(hmm.prior, hmm.transition, logs), atol=1e-12
+    )
     assert result.log_evidence == pytest.approx(log_evidence, abs=1e-12)
     path, log_joint = exact.viterbi(model, observations)
-    assert log_joint == pytest.approx(np.log(p_best), abs=1e-12)
-    np.testing.assert_array_equal(path, model.joint_states[list(best)])
+    assert log_joint == pytest.approx(log_best, abs=1e-12)
+    np.testing.assert_array_equal(path, model.joint_states[best])
     assert model.log_joint(path, observations) == pytest.approx(log_joint, abs=1e-12)
+
+
+def test_an_impossible_observation_is_the_inference_convention():
+    """Chain 0 stays in state 0, which never emits symbol 1: observing it at step 2 keeps the
+    predicted belief, lists the step and makes the evidence -inf, as ``pipeline.inference``
+    does on the joint HMM; Viterbi lists it too."""
+    stay, mute = np.eye(2), np.array([[1.0, 0.0], [0.0, 1.0]])
+    model = CoupledHMM(
+        priors=(np.array([1.0, 0.0]), np.array([0.5, 0.5])),
+        weights=np.eye(2),
+        own=(stay, np.array([[0.7, 0.3], [0.4, 0.6]])),
+        pairs=((None, None), (None, None)),
+        emissions=(mute, np.array([[0.8, 0.2], [0.3, 0.7]])),
+    )
+    symbols = np.array([[0, 0], [0, 1], [1, 0], [0, 1]])
+    observations = model.joint_symbol(symbols)
+    result = exact.smoothing(model, observations)
+    reference = smoothing(model.joint(), observations)
+    assert result.log_evidence == reference.log_evidence == -np.inf
+    np.testing.assert_array_equal(result.zero_evidence, [2])
+    np.testing.assert_array_equal(reference.zero_evidence, [2])
+    np.testing.assert_allclose(result.smoothed, reference.posteriors, atol=1e-14)
+    assert np.isfinite(result.filtered).all()
+    predicted = result.filtered[1] @ model.joint().transition
+    np.testing.assert_allclose(result.filtered[2], predicted, rtol=1e-14)  # kept as it was
+    path, log_joint = exact.viterbi(model, observations)
+    decoded = viterbi(model.joint(), observations)
+    assert log_joint == decoded.log_probability == -np.inf
+    np.testing.assert_array_equal(path, model.joint_states[decoded.path])
 
 
 def test_against_hmmlearn():

@@ -4,11 +4,39 @@ import itertools
 
 import numpy as np
 import pytest
+from inference import brute_force
 
 from pipeline.coupled import exact, meanfield
 from pipeline.coupled.family import build
 from pipeline.coupled.model import CoupledHMM
 from pipeline.coupled.viterbi import _update, chainwise_viterbi
+
+
+@pytest.mark.parametrize("steps", [1, 2, 5])
+def test_a_chains_smoother_against_every_path(steps):
+    """One chain's forward-backward over time-varying transitions (the others' marginals mixed
+    in) against the enumeration, to 1e-12: smoothed and filtered beliefs, the emission cavity
+    (every step's evidence but the chain's own emission there), and the pair marginals
+    ``alpha[t] T_t gamma[t + 1]`` the messages to the other chains are made of."""
+    rng = np.random.default_rng(steps)
+    n = 3
+    prior = rng.dirichlet(np.ones(n))
+    transitions = rng.dirichlet(np.ones(n), size=(max(steps - 1, 1), n))
+    emissions, messages = rng.random((steps, n)), rng.random((steps, n)) + 0.1
+    chain = meanfield._chain_smoother(prior, transitions, emissions, messages)
+    moves = transitions[: steps - 1]
+    logs = np.log(emissions * messages)
+    smoothed, _, pairs = brute_force.smoothing(prior, moves, logs)
+    np.testing.assert_allclose(chain.smoothed, smoothed, atol=1e-12)
+    np.testing.assert_allclose(chain.alpha, brute_force.filtering(prior, moves, logs), atol=1e-12)
+    for t in range(steps):
+        without = logs.copy()
+        without[t] = np.log(messages[t])
+        expected = brute_force.smoothing(prior, moves, without)[0][t]
+        np.testing.assert_allclose(chain.cavity[t], expected, atol=1e-12)
+    for t in range(steps - 1):
+        pair = chain.alpha[t][:, None] * transitions[t] * chain.gamma[t + 1][None, :]
+        np.testing.assert_allclose(pair / pair.sum(), pairs[t], atol=1e-12)
 
 
 def sequence(model, steps=20, every=2, seed=0):

@@ -1,20 +1,29 @@
-"""Blocked HMM LMs: the blocked recursion against the unblocked model with the same (zero
-outside the blocks) emissions, from the prior and carried over from a segment before,
-against every path, every gradient against finite differences (with and without state
-dropout, from the prior and carried), float32 against float64, and sub-models."""
+"""Blocked HMM LMs: the blocked recursion against ``pipeline.inference`` and against the
+unblocked model with the same (zero outside the blocks) emissions, from the prior and
+carried over from a segment before, against every path, every gradient against finite
+differences (with and without state dropout, from the prior and carried), float32 against
+float64, and sub-models."""
 
 import numba
 import numpy as np
 import pytest
 
+from pipeline.hmm import HMM
+from pipeline.hmmlm import blocked, evidence
 from pipeline.hmmlm import blocks as bm
-from pipeline.hmmlm import evidence
 from pipeline.hmmlm.clusters import blocks_of
 from pipeline.hmmlm.parameters import Parameters, gradient, initial, softmax_rows
 from pipeline.hmmlm.parameters import transition_matrix as unblocked_transition
-from pipeline.operators import toarray
+from pipeline.inference import filtering, smoothing
+from pipeline.operators import entry_rows, toarray
 
-from helpers import array_leaves, brute_force_log_evidence, finite_difference_errors
+from helpers import (
+    array_leaves,
+    brute_force_log_evidence,
+    finite_difference_errors,
+    random_hmm,
+    random_low_rank,
+)
 
 # 7 words in 3 clusters ({0, 3}, {1, 4, 6}, {2, 5}), 2 states each: 6 states.
 CLUSTER = np.array([0, 1, 2, 0, 1, 2, 1])
@@ -68,6 +77,53 @@ def _carried(blocks, beliefs, previous):
     k = blocks.states
     first = blocks.cluster[previous] * k
     return np.stack([row[c : c + k] for row, c in zip(beliefs, first, strict=True)])
+
+
+def _as_blocks(T, coded: blocked.Coded):
+    """A dense matrix (n, n) as the blocks its tokens visit (the softmax's ``DenseBlocks``),
+    a ``LowRank`` as ``T = L R^T + S``, ``S`` the band's entries less the product's."""
+    k = BLOCKS.states
+    if isinstance(T, np.ndarray):
+        slot = blocked.visited(coded, BLOCKS.n_clusters)
+        a, b = np.nonzero(slot >= 0)
+        C = BLOCKS.n_clusters
+        return blocked.DenseBlocks(np.ascontiguousarray(T.reshape(C, k, C, k)[a, :, b, :]), slot)
+    band, rows = T.band, entry_rows(T.band.indptr)
+    product = np.einsum("kf,kf->k", T.left[rows], T.right[band.indices])
+    indptr, indices = band.indptr.astype(np.int64), band.indices.astype(np.int64)
+    return blocked.LowRankBlocks(T.left, T.right, indptr, indices, band.data - product)
+
+
+@pytest.mark.parametrize("form", ["dense", "banded"])
+def test_the_compiled_blocked_recursion_is_pipeline_inferences_smoothing(form):
+    """The compiled special case that stays (``pipeline.hmmlm.blocked`` says why) against
+    ``pipeline.inference`` on the same model as an ``HMM``: the evidence, the posteriors'
+    emission counts, the pair marginals of every transition, the last filtered beliefs."""
+    n, k = BLOCKS.n_states, BLOCKS.states
+    rng = np.random.default_rng(5)
+    prior = rng.dirichlet(np.ones(n))
+    T = random_hmm(5, n, 1).transition if form == "dense" else random_low_rank(5, n, n, 2, 2)
+    emission = bm.emission_probabilities(rng.standard_normal(k * BLOCKS.n_words), BLOCKS)
+    E = bm.emission_matrix(emission, BLOCKS).toarray()
+    coded = blocked.code(TOKENS, BLOCKS)
+    s = blocked.statistics(prior, emission, BLOCKS, _as_blocks(T, coded), coded)
+    hmm = HMM(prior, T, E)
+    reference = smoothing(hmm, TOKENS, counts=True)
+    assert s.log_evidence == pytest.approx(reference.log_evidence.sum(), rel=1e-12)
+    counts = np.zeros_like(E)
+    for b, t in np.ndindex(TOKENS.shape):
+        counts[:, TOKENS[b, t]] += reference.posteriors[b, t]
+    np.testing.assert_allclose(bm.emission_matrix(s.emission_counts, BLOCKS).toarray(), counts)
+    pairs, dense = np.zeros((n, n)), toarray(T)
+    f = s.transitions
+    for r in range(f.source.size):
+        a, c = f.source[r] * k, f.target[r] * k
+        pairs[a : a + k, c : c + k] += (
+            f.before[r][:, None] * dense[a : a + k, c : c + k] * f.after[r]
+        )
+    np.testing.assert_allclose(pairs, toarray(reference.transition_counts), atol=1e-12)
+    last = filtering(hmm, TOKENS).beliefs[:, -1]
+    np.testing.assert_allclose(s.last, _carried(BLOCKS, last, TOKENS[:, -1]), atol=1e-12)
 
 
 @pytest.mark.parametrize("carried", [False, True])

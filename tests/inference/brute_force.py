@@ -1,4 +1,7 @@
-"""References by enumerating every state path of a tiny HMM (dense arrays), in log space."""
+"""References by enumerating every state path of a tiny HMM (dense arrays), in log space.
+
+``T`` is one transition matrix (n, n), or one per step (T' - 1, n, n) for transitions that
+change with time: ``T[t]`` moves step ``t`` to step ``t + 1``."""
 
 import itertools
 
@@ -20,12 +23,16 @@ def paths(prior, T, log_likelihoods):
         log_prior, log_T = np.log(prior), np.log(T)
     every = np.array(list(itertools.product(range(n), repeat=steps)))
     weights = log_prior[every[:, 0]] + log_likelihoods[np.arange(steps), every].sum(axis=1)
-    weights += log_T[every[:, :-1], every[:, 1:]].sum(axis=1)
+    if log_T.ndim == 2:
+        weights += log_T[every[:, :-1], every[:, 1:]].sum(axis=1)
+    else:
+        weights += log_T[np.arange(steps - 1), every[:, :-1], every[:, 1:]].sum(axis=1)
     return every, weights
 
 
 def smoothing(prior, T, log_likelihoods):
-    """Posteriors (T', n), log evidence and expected transition counts (n, n)."""
+    """Posteriors (T', n), log evidence and expected transition counts: summed (n, n) for one
+    matrix, each step's ``P(S_t = i, S_{t+1} = j | o)`` (T' - 1, n, n) for one per step."""
     every, weights = paths(prior, T, log_likelihoods)
     steps, n = log_likelihoods.shape
     evidence = logsumexp(weights)
@@ -33,10 +40,22 @@ def smoothing(prior, T, log_likelihoods):
     posteriors = np.zeros((steps, n))
     for t in range(steps):
         np.add.at(posteriors[t], every[:, t], share)
-    counts = np.zeros((n, n))
+    counts = np.zeros((steps - 1, n, n))
     for t in range(steps - 1):
-        np.add.at(counts, (every[:, t], every[:, t + 1]), share)
-    return posteriors, evidence, counts
+        np.add.at(counts[t], (every[:, t], every[:, t + 1]), share)
+    return posteriors, evidence, counts.sum(axis=0) if np.ndim(T) == 2 else counts
+
+
+def filtering(prior, T, log_likelihoods):
+    """Filtered beliefs ``P(S_t | o_0..o_t)`` (T', n): each step's posterior given the steps
+    up to it."""
+    steps = log_likelihoods.shape[0]
+    return np.stack(
+        [
+            smoothing(prior, T if np.ndim(T) == 2 else T[:t], log_likelihoods[: t + 1])[0][t]
+            for t in range(steps)
+        ]
+    )
 
 
 def viterbi(prior, T, log_likelihoods):

@@ -155,6 +155,21 @@ def test_forward_and_backward_products_equal_the_dense_ones(name, shape):
     np.testing.assert_array_equal(products.backward(Y), operators.backward_product(T, Y))
     with pytest.raises(ValueError, match=rf"messages must have shape \({shape[1]},\)"):
         operators.backward_product(T, np.ones(shape[1] + 1))
+    assert operators.compiled(T)  # the recursions run its whole horizon in compiled code
+
+
+def test_a_step_operator_registers_its_own_products():
+    """The step-operator protocol is open: a class registering the three products is stepped
+    by them (``pipeline.coupled.exact.JointTransition`` is one); anything else is refused."""
+
+    class Doubling:
+        shape = (2, 2)
+
+    assert not operators.compiled(Doubling())
+    with pytest.raises(TypeError, match="unsupported matrix type Doubling"):
+        operators.forward_product(Doubling(), np.ones(2))
+    operators.forward_product.register(Doubling, lambda T, beliefs: 2 * np.asarray(beliefs))
+    np.testing.assert_array_equal(operators.forward_product(Doubling(), [1.0, 3.0]), [2.0, 6.0])
 
 
 @pytest.mark.parametrize("shape", [(80, 80), (80, 9)])
