@@ -4,8 +4,9 @@
 (n, B) block) run the whole horizon in one compiled loop, so no format pays
 per-step Python overhead and a speedup measures the method, not the
 interpreter. They take the matrix as a layout, a ``NamedTuple`` of arrays whose
-class says how a step reads it: ``Dense`` (one BLAS matrix-vector product, or
-the rows of the non-zero states when they are few), ``CsrRows`` and ``CsrEntries`` (scatter
+class says how a step reads it: ``Dense`` (a compiled matrix-vector product in BLAS's order
+of sums, BLAS itself for a small matrix, or the rows of the non-zero states when they are
+few), ``CsrRows`` and ``CsrEntries`` (scatter
 the stored entries row by row, or in one flat loop for short rows; a batch of
 long rows in tiles of its output that stay in cache), ``CsrPanel`` (a CSR layout of the
 sparse columns plus a dense panel of the columns that are mostly full, stepped by BLAS),
@@ -177,17 +178,98 @@ def advance_block(layout, block, out):
 # --- the steps -----------------------------------------------------------------------------
 
 
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """``a * b + c`` rounded once (LLVM's ``llvm.fma``), in compiled code: a fused step of a
+    sum whose order must be kept, which numba's plain arithmetic never fuses."""
+
+    def codegen(context, builder, signature, args):
+        double = ir.DoubleType()
+        fused = builder.module.declare_intrinsic(
+            "llvm.fma", [double], ir.FunctionType(double, [double, double, double])
+        )
+        return builder.call(fused, args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
+@numba.njit(**JIT)
+def _four_rows(T, i, belief, j):
+    """``belief[i:i+4] @ T[i:i+4, j]``, summed as BLAS's kernel sums four rows (below)."""
+    # numba's stubs count the typing context among an intrinsic's arguments
+    first: float = _fma(T[i, j], belief[i], T[i + 1, j] * belief[i + 1])  # type: ignore[call-arg]
+    second: float = _fma(T[i + 2, j], belief[i + 2], first)  # type: ignore[call-arg]
+    return _fma(T[i + 3, j], belief[i + 3], second)  # type: ignore[call-arg]
+
+
+DENSE_ROWS = 16
+"""The rows of ``T`` that ``_vector_matrix`` adds into the output in one pass over it (four
+of its four-row groups), read as that many streams at once."""
+
+
+@numba.njit(**JIT)
+def _vector_matrix(T, belief, out):
+    """``out = belief @ T`` for a dense ``T`` (n, m), each output summed in the order of
+    OpenBLAS's ``dgemv_n`` on AVX-512 machines with one thread (the call smaller steps make,
+    ``DENSE_BLAS``), so the two give the same numbers to the last bit there.
+
+    That order, for column ``j`` among the first ``m - m % 4``: the rows in groups of four,
+    each group's sum ``fma(T[i+3], b[i+3], fma(T[i+2], b[i+2], fma(T[i], b[i], T[i+1] b[i+1])))``
+    added to the column's total in turn; two rows left over are one more
+    ``fma(T[i], b[i], T[i+1] b[i+1])``, a last single row ``T[i] b[i]``, each added likewise.
+    The last ``m % 4`` columns: one fused sum down each column. BLAS adds each group into
+    the whole output, a pass over it every four rows; here a pass adds ``DENSE_ROWS`` rows,
+    whose reads stream in side by side.
+    """
+    n, m = T.shape
+    wide = m - m % 4
+    out[:wide] = 0.0
+    i = 0
+    while i + DENSE_ROWS <= n:
+        for j in range(wide):
+            total = out[j] + _four_rows(T, i, belief, j)
+            total = total + _four_rows(T, i + 4, belief, j)
+            total = total + _four_rows(T, i + 8, belief, j)
+            out[j] = total + _four_rows(T, i + 12, belief, j)
+        i += DENSE_ROWS
+    while i + 4 <= n:
+        for j in range(wide):
+            out[j] += _four_rows(T, i, belief, j)
+        i += 4
+    if i + 2 <= n:
+        for j in range(wide):
+            out[j] += _fma(T[i, j], belief[i], T[i + 1, j] * belief[i + 1])  # type: ignore[call-arg]
+        i += 2
+    if i < n:
+        for j in range(wide):
+            out[j] += T[i, j] * belief[i]
+    for j in range(wide, m):
+        total = 0.0
+        for k in range(n):
+            total = _fma(T[k, j], belief[k], total)  # type: ignore[call-arg]
+        out[j] = total
+
+
+DENSE_BLAS = 2**17
+"""A dense step over a matrix of fewer entries than this (1 MiB, a core's L2 cache on this
+machine), or of fewer than four columns, is BLAS's ``belief @ T``: while the matrix stays in
+that cache, BLAS's own loop is the faster of the two (``docs/benchmarks.md``)."""
+
+
 @numba.njit(**JIT)
 def _dense_step(T, belief, out):
-    """BLAS, or only the rows of the non-zero states when fewer than two thirds are
-    (after pruning, or from a peaked prior).
+    """``_vector_matrix`` (BLAS for a small matrix, ``DENSE_BLAS``), or only the rows of the
+    non-zero states when fewer than two thirds are (after pruning, or from a peaked prior).
 
     Both stream the matrix at the same rate (measured at n = 800 to 4000: a
     quarter of the rows 2.8-3.2x faster than BLAS, half 1.4-1.6x, three
     quarters 1.0-1.1x, 90% 0.9x).
     """
     if 3 * _non_zero(belief) >= 2 * belief.size:
-        np.dot(belief, T, out)
+        if T.size < DENSE_BLAS or T.shape[1] < 4:
+            np.dot(belief, T, out)
+        else:
+            _vector_matrix(T, belief, out)
         return
     out[:] = 0.0
     for i in range(belief.size):
