@@ -746,6 +746,8 @@ def _condition_block(block, likelihoods, rows, evidence):
     """
     n, size = block.shape
     evidence[:] = 0.0
+    if not (rows >= 0).any():  # nothing observed this step (prediction): nothing to read
+        return
     for i in range(n):
         for b in range(size):
             if rows[b] >= 0:
