@@ -204,7 +204,11 @@ def _four_rows(T, i, belief, j):
 
 DENSE_ROWS = 16
 """The rows of ``T`` that ``_vector_matrix`` adds into the output in one pass over it (four
-of its four-row groups), read as that many streams at once."""
+of its four-row groups), read as that many streams at once; half as many where the rows lie
+a multiple of ``CACHE_ALIASING`` bytes apart."""
+CACHE_ALIASING = 4096
+"""Rows this many bytes apart (or a multiple) fall in the same set of a core's L1 cache,
+which holds eight lines a set here: sixteen such rows read side by side evict each other."""
 
 
 @numba.njit(**JIT)
@@ -218,21 +222,26 @@ def _vector_matrix(T, belief, out):
     added to the column's total in turn; two rows left over are one more
     ``fma(T[i], b[i], T[i+1] b[i+1])``, a last single row ``T[i] b[i]``, each added likewise.
     The last ``m % 4`` columns: one fused sum down each column. BLAS adds each group into
-    the whole output, a pass over it every four rows; here a pass adds ``DENSE_ROWS`` rows,
-    whose reads stream in side by side.
+    the whole output, a pass over it every four rows; here a pass adds ``DENSE_ROWS`` rows
+    (or eight), whose reads stream in side by side.
     """
     n, m = T.shape
     wide = m - m % 4
     out[:wide] = 0.0
     i = 0
-    while i + DENSE_ROWS <= n:
+    if T.strides[0] % CACHE_ALIASING:
+        while i + DENSE_ROWS <= n:
+            for j in range(wide):
+                total = out[j] + _four_rows(T, i, belief, j)
+                total = total + _four_rows(T, i + 4, belief, j)
+                total = total + _four_rows(T, i + 8, belief, j)
+                out[j] = total + _four_rows(T, i + 12, belief, j)
+            i += DENSE_ROWS
+    while i + 8 <= n:
         for j in range(wide):
-            total = out[j] + _four_rows(T, i, belief, j)
-            total = total + _four_rows(T, i + 4, belief, j)
-            total = total + _four_rows(T, i + 8, belief, j)
-            out[j] = total + _four_rows(T, i + 12, belief, j)
-        i += DENSE_ROWS
-    while i + 4 <= n:
+            out[j] = (out[j] + _four_rows(T, i, belief, j)) + _four_rows(T, i + 4, belief, j)
+        i += 8
+    if i + 4 <= n:
         for j in range(wide):
             out[j] += _four_rows(T, i, belief, j)
         i += 4

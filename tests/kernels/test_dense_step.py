@@ -39,12 +39,15 @@ def _blas_order(T: np.ndarray, belief: np.ndarray) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 6, 7, 16, 19, 35, 50])
-@pytest.mark.parametrize("m", [4, 7, 9, 18])
+@pytest.mark.parametrize(
+    ("n", "m"),
+    [(n, m) for n in (1, 2, 3, 4, 6, 7, 12, 16, 19, 35, 50) for m in (4, 7, 9, 18)] + [(13, 512)],
+)
 def test_the_dense_product_sums_in_the_order_it_documents(n, m):
-    """Every branch: passes of 16 rows, single groups of four, two and one rows left over,
-    and the last ``m % 4`` columns; the same numbers to the last bit, not merely close."""
-    rng = np.random.default_rng(n * 100 + m)
+    """Every branch: passes of 16 rows, of 8 (and only those where the rows lie 4 KiB apart,
+    512 columns), single groups of four, two and one rows left over, and the last ``m % 4``
+    columns; the same numbers to the last bit, not merely close."""
+    rng = np.random.default_rng(n * 1000 + m)
     T, belief = rng.random((n, m)), rng.random(n)
     out = np.empty(m)
     forward._vector_matrix(T, belief, out)
