@@ -1,7 +1,8 @@
 """The compiled forward recursion and the step of each matrix layout.
 
-``forward`` (one sequence) and ``forward_block`` (B sequences as a state-major
-(n, B) block) run the whole horizon in one compiled loop, so no format pays
+``forward`` (one sequence) and ``forward_block`` (B sequences as one block: member-major
+(B, n) for a dense matrix, state-major (n, B) for the others) run the whole horizon in one
+compiled loop, so no format pays
 per-step Python overhead and a speedup measures the method, not the
 interpreter. They take the matrix as a layout, a ``NamedTuple`` of arrays whose
 class says how a step reads it: ``Dense`` (a compiled matrix-vector product in BLAS's order
@@ -171,8 +172,30 @@ def advance(layout, belief, out, threads):
 
 
 def advance_block(layout, block, out):
-    """``out = T^T @ block`` for a state-major block (n, B) (compiled code only)."""
+    """The block step of B distributions at once (compiled code only): ``out = block @ T``
+    for a member-major block (B, n) where the layout takes one (``members_first``), else
+    ``out = T^T @ block`` for a state-major block (n, B)."""
     raise NotImplementedError("advance_block runs inside compiled code")
+
+
+def members_first(layout) -> bool:
+    """Whether a block of ``layout`` is member-major, (B, n), each distribution a contiguous
+    row: a dense matrix's, which BLAS multiplies fastest as a row-major batch times ``T``,
+    the layout of numpy's ``(B, n) @ T`` (``python benchmarks/inference.py batch``,
+    ``docs/benchmarks.md``). The sparse and factored layouts take state-major blocks (n, B),
+    whose rows hold each state's B values side by side for their scatters and gathers."""
+    return isinstance(layout, Dense)
+
+
+def _members_first(layout):
+    """``members_first`` inside compiled code, a constant of each layout type."""
+    raise NotImplementedError("_members_first runs inside compiled code")
+
+
+@overload(_members_first, jit_options=JIT)
+def _members_first_of(layout):
+    members = _is(layout, Dense)
+    return lambda layout: members
 
 
 # --- the steps -----------------------------------------------------------------------------
@@ -649,22 +672,10 @@ def _advance_low_rank(layout, belief, out, threads):
     return None
 
 
-@numba.njit(**JIT)
-def _dense_block(T, block, out):
-    """``out = T^T @ block`` for a state-major block (n, B), computed member-major as
-    ``block.T @ T``: BLAS runs the product of a (B, n) row-major batch by ``T`` faster than
-    the same product on state-major operands (``python benchmarks/inference.py batch``,
-    ``docs/benchmarks.md``), and the two transposes cost O(n B) against its O(n^2 B). The
-    sums run in another order than the state-major product's: the last bits of a dense
-    batch's beliefs differ from those it gave before (one sequence's do not)."""
-    members = np.ascontiguousarray(block.T)
-    out[:, :] = np.dot(members, T).T
-
-
 @overload(advance_block, jit_options=JIT)
 def _advance_block_dense(layout, block, out):
     if _is(layout, Dense):
-        return lambda layout, block, out: _dense_block(layout.T, block, out)
+        return lambda layout, block, out: np.dot(block, layout.T, out)
     return None
 
 
@@ -723,8 +734,9 @@ def step(layout, belief, out, threads):
 
 @numba.njit(**JIT)
 def step_block(layout, block, out):
-    """``out = T^T @ block`` for a state-major block (n, B): one block step, as the recursion
-    takes it, callable from Python (benchmarks and tests)."""
+    """One block step, as the recursion takes it (``advance_block``: member-major (B, n) or
+    state-major (n, B) as ``members_first`` says), callable from Python (benchmarks and
+    tests)."""
     advance_block(layout, block, out)
 
 
@@ -848,22 +860,31 @@ def forward_block(
 ):
     """``forward`` for B sequences at once: one block product per step.
 
-    ``initial`` (n, B), ``rows`` (B, T), ``beliefs`` (H, n, B), ``zero`` (B, T),
-    ``pruned`` (B, T) and ``log_evidence`` (B,) are state-major blocks;
-    ``elapsed`` (T,) is shared. Step t's block is ``beliefs[t % H]``, as in ``forward``.
+    ``rows`` (B, T), ``zero`` (B, T), ``pruned`` (B, T) and ``log_evidence`` (B,) hold
+    member ``b`` in row ``b``; ``elapsed`` (T,) is shared. The blocks, ``initial`` and each
+    ``beliefs[t % H]`` (step t's, as in ``forward``), are member-major, ``initial`` (B, n)
+    and ``beliefs`` (H, B, n), where the layout takes such blocks (``members_first``), else
+    state-major, (n, B) and (H, n, B).
     """
     clock = np.zeros(2, np.int64)
     start = monotonic(clock)
-    (n, size), history = initial.shape, beliefs.shape[0]
+    members = _members_first(layout)
+    size, history = rows.shape[0], beliefs.shape[0]
+    n = initial.shape[1] if members else initial.shape[0]
     work, mark, member = np.empty(n, np.int64), np.zeros(n, np.bool_), np.empty(n)
-    evidence = np.empty(size)
+    evidence = np.zeros(size)
     for t in range(elapsed.size):
         block = beliefs[t % history]
         if t == 0:
             block[:, :] = initial
         else:
             advance_block(layout, beliefs[(t - 1) % history], block)
-        _condition_block(block, likelihoods, rows[:, t], evidence)
+        if members:
+            for b in range(size):
+                if rows[b, t] >= 0:
+                    evidence[b] = _condition(block[b], likelihoods[rows[b, t]])
+        else:
+            _condition_block(block, likelihoods, rows[:, t], evidence)
         for b in range(size):
             if rows[b, t] >= 0:
                 if evidence[b] > 0.0:
@@ -871,7 +892,11 @@ def forward_block(
                 else:
                     zero[b, t] = True
                     log_evidence[b] = -np.inf
-            if prune_target <= 1.0:  # pruning sorts each member: one column at a time
+            if prune_target > 1.0:
+                continue
+            if members:
+                pruned[b, t] = prune(block[b], prune_target, work, mark)
+            else:  # pruning sorts each member: one column at a time
                 member[:] = block[:, b]
                 pruned[b, t] = prune(member, prune_target, work, mark)
                 block[:, b] = member

@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from pipeline.inference import filtering
 from pipeline.kernels import forward
+
+from helpers import random_hmm
 
 
 def _fma(a: float, b: float, c: float) -> float:
@@ -76,3 +79,23 @@ def test_a_dense_step_gives_the_blas_products_beliefs_to_the_last_bit(shape):
     forward.step(forward.Dense(T), belief, out, 1)
     with threadpool_limits(limits=1, user_api="blas"):
         np.testing.assert_array_equal(out, belief @ T)
+
+
+def test_a_dense_batch_steps_its_members_as_rows_and_prunes_each_of_them():
+    """A dense batch's history is member-major (each member's belief at a step one
+    contiguous row, as BLAS multiplies it); conditioning and pruning read those rows, so
+    every member filters as it does alone, and the last step kept alone is the history's."""
+    hmm = random_hmm(5, 30, 4, zeros=0.3)
+    assert forward.members_first(hmm.transition_layout)
+    rng = np.random.default_rng(3)
+    initial = rng.dirichlet(np.ones(30), size=5)
+    observations = rng.integers(-1, 4, size=(5, 9))
+    batch = filtering(hmm, observations, initial=initial, prune=0.8)
+    assert batch.beliefs[:, 4].flags.c_contiguous  # step 4 of every member: one block
+    for b in range(5):
+        alone = filtering(hmm, observations[b], initial=initial[b], prune=0.8)
+        np.testing.assert_allclose(batch.beliefs[b], alone.beliefs, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(batch.pruned[b], alone.pruned, rtol=1e-9, atol=1e-15)
+        assert batch.log_evidence[b] == pytest.approx(alone.log_evidence, rel=1e-12)
+    last = filtering(hmm, observations, initial=initial, prune=0.8, history=False)
+    np.testing.assert_array_equal(last.beliefs, batch.beliefs[:, -1:])
