@@ -17,6 +17,10 @@ from pipeline.learning.problem import Problem, draw
 from pipeline.models import build_model
 from pipeline.sweep.timing import Timing
 
+ONE_THREAD = Timing(repeats=1, threads=1)
+"""BLAS and numba fixed to one thread around every timed fit, so that its seconds do not
+depend on what else the worker's machine runs (``Timing.fixed_threads``)."""
+
 
 def _problem(key: ProblemKey, settings: Settings) -> tuple[HMM, Problem]:
     """The generating model of ``key`` and its data and start model."""
@@ -33,10 +37,9 @@ def _problem(key: ProblemKey, settings: Settings) -> tuple[HMM, Problem]:
 
 
 def reference_task(key: ProblemKey, settings: Settings) -> Reference:
-    """Exact EM on the problem of ``key``, warm, BLAS and numba threads fixed
-    (``Timing.fixed_threads``)."""
+    """Exact EM on the problem of ``key``, warm, on one thread (``ONE_THREAD``)."""
     _, problem = _problem(key, settings)
-    with Timing(repeats=1).fixed_threads():
+    with ONE_THREAD.fixed_threads():
         return reference(
             problem,
             iterations=settings.iterations,
@@ -59,7 +62,7 @@ def learning_cell(cell: LearningCell, exact: Reference, settings: Settings) -> L
     ``reference_task``), from the same start on the same data."""
     truth, problem = _problem(cell.problem, settings)
     setting = int(cell.setting) if float(cell.setting).is_integer() else cell.setting
-    with Timing(repeats=1).fixed_threads():
+    with ONE_THREAD.fixed_threads():
         mine = compare(truth, problem, exact, cell.method, setting)
     ours = compare(truth, problem, exact)
     training, held_out, e_step, m_step = _series(mine)
