@@ -16,6 +16,7 @@ import numpy as np
 from pipeline.hmm import HMM
 from pipeline.inference.inputs import Evidence, read_evidence, read_initial
 from pipeline.inference.recursion import Compiled, Stepped, recursion
+from pipeline.kernels import forward
 from pipeline.kernels.select import mass_target
 from pipeline.limits import check_memory
 

@@ -14,15 +14,16 @@ and ``report`` (its figures and Markdown: no Dask, no Hydra); ``docs/development
 sweep kind", says what each holds.
 
 The built-ins: ``methods`` (approximations against exact inference), ``training`` (HMM
-language models), ``coupled`` (weakly coupled HMMs) and ``kernel_features`` (random
-features against the softmax).
+language models), ``coupled`` (weakly coupled HMMs), ``kernel_features`` (random
+features against the softmax) and ``learning`` (EM with an approximate E-step against exact
+EM).
 """
 
 from __future__ import annotations
 
 import functools
 
-from pipeline.kinds import coupled, kernel_features, methods, training
+from pipeline.kinds import coupled, kernel_features, learning, methods, training
 from pipeline.kinds.base import Kind, Schema
 from pipeline.plugins import Registry
 
@@ -31,6 +32,7 @@ BUILTIN = {
     "training": training.KIND,
     "coupled": coupled.KIND,
     "kernel_features": kernel_features.KIND,
+    "learning": learning.KIND,
 }
 """The built-in kinds: name (a store's ``kind`` attribute) -> ``Kind``."""
 

@@ -44,6 +44,7 @@ EXPERIMENTS = {
     "training": ["experiment=lm_smoke", "training.parameterisations=[softmax,kernel_4]"],
     "coupled": ["experiment=coupled_smoke"],
     "kernel_features": ["experiment=kernel_features"],
+    "learning": ["experiment=learning_smoke"],
 }
 """An experiment of each built-in kind, whose every key is perturbed in turn (the training
 one without a banded kernel, whose states cannot be split: training.grow)."""
