@@ -23,8 +23,8 @@ import sys
 CHILD = """
 import json, resource, sys
 import numpy as np
-from pipeline.sweep.kinds.methods import memory, plan, tasks
-from pipeline.sweep.kinds.methods.grid import Cell
+from pipeline.kinds.methods import memory, plan, records, tasks
+from pipeline.kinds.methods.grid import Cell
 from pipeline.sweep.timing import Timing
 
 def nbytes(m):
@@ -35,7 +35,7 @@ def nbytes(m):
     return m.data.nbytes + m.indices.nbytes + m.indptr.nbytes
 
 family, n = sys.argv[1], int(sys.argv[2])
-spec = tasks.ModelSpec(family, n, 0, {"structured": True})
+spec = records.ModelSpec(family, n, 0, {"structured": True})
 timing = Timing(repeats=1, min_seconds=0.0, max_repeats=1, threads=1, enabled=False)
 settings = plan.Settings(
     horizon=50, observe_every=5, timing=timing, gamma_exact_max_states=0, exact_max_states=None

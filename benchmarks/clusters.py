@@ -25,13 +25,12 @@ from pathlib import Path
 
 import cloudpickle
 
-from pipeline.sweep import kinds
 from pipeline.sweep.backends.address import AddressClusterConfig
 from pipeline.sweep.backends.jobqueue import JobqueueClusterConfig
 from pipeline.sweep.backends.local import LocalClusterConfig
 from pipeline.sweep.backends.ssh import SSHClusterConfig
 from pipeline.sweep.cluster import connect
-from pipeline.sweep.config import compose
+from pipeline.sweep.config import compose, validate
 from pipeline.sweep.provenance import cpu, memory
 from pipeline.sweep.store import ResultStore
 
@@ -65,7 +64,7 @@ def _run(name: str, folder: Path, entries: dict) -> tuple[float, float, int]:
     store = folder / f"{name}-{time.monotonic_ns()}.zarr"
     overrides = [*SMALL, f"cluster={name}", f"store={store}", "progress_seconds=1000"]
     cfg, _ = compose(overrides, clusters=entries)
-    kind = kinds.validate(cfg)
+    kind = validate(cfg)
     grid = kind.grid(cfg)
     start = time.perf_counter()
     with connect(cfg.cluster) as client:

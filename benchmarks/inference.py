@@ -1,5 +1,5 @@
-"""Benchmarks of smoothing, Viterbi decoding and the batched dense step, run by hand in the
-optional benchmark environment (its own venv: ``pip install -e ".[bench]"``):
+"""Benchmarks of filtering, smoothing, Viterbi decoding and the batched dense step, run by
+hand in the optional benchmark environment (its own venv: ``pip install -e ".[bench]"``):
 
     python benchmarks/inference.py              # everything (about 25 minutes on 2 cores)
     python benchmarks/inference.py dense        # 1 only
@@ -7,15 +7,17 @@ optional benchmark environment (its own venv: ``pip install -e ".[bench]"``):
     python benchmarks/inference.py structured   # 3 only
     python benchmarks/inference.py batch        # 4 only
 
-1. exact dense smoothing and Viterbi against hmmlearn's ``predict_proba`` and ``decode``,
-   dynamax's jit-compiled ``hmm_smoother`` and ``hmm_posterior_mode``, and the same
-   recursions in plain jit-compiled JAX written as ``q @ A``, at 100, 1000 and 4000 states;
+1. exact dense filtering, smoothing and Viterbi against the same recursions in plain
+   jit-compiled JAX written as a ``lax.scan`` of ``q @ A`` with normalisation, dynamax's
+   jit-compiled ``hmm_filter``, ``hmm_smoother`` and ``hmm_posterior_mode``, and hmmlearn's
+   ``predict_proba`` and ``decode``, at 100, 1000 and 4000 states over 200 steps;
 2. top-p 0.9 smoothing and Viterbi against the exact dense ones on Bell 20,000, with what
    the approximation does to the posteriors (TV) and to the path;
 3. smoothing and Viterbi of the structured Bell model of 10^6 states over horizon 50:
    time and peak memory (each run in a fresh process), whole and from checkpoints;
 4. the batched dense step (64 members, 1000 states, 50 steps) against a numpy loop over
-   ``(B, n) @ A``, and against the state-major product the step took before.
+   ``(B, n) @ A``, and against the steps it took before on a state-major history: the
+   member-major product between two transposes, and the state-major product.
 
 Everything runs on one thread, pinned to one core (the last, or ``BENCH_CPU``), so every
 implementation meets the same core and the same neighbours: the thread counts of BLAS,
@@ -51,14 +53,14 @@ import time  # noqa: E402
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-from pipeline.inference import predict, sample, smoothing, viterbi  # noqa: E402
+from pipeline.inference import filtering, predict, sample, smoothing, viterbi  # noqa: E402
 from pipeline.kernels import forward  # noqa: E402
 from pipeline.methods import approximate  # noqa: E402
 from pipeline.metrics import total_variation  # noqa: E402
 from pipeline.models import HMM, build_model  # noqa: E402
 from pipeline.sweep.provenance import blas, cpu, memory  # noqa: E402
 
-HORIZON = 100
+HORIZON = 200
 """Steps of the dense comparisons (part 1)."""
 
 
@@ -80,26 +82,31 @@ def load() -> str:
     return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-# --- 1. dense: hmmlearn, dynamax, plain JAX ------------------------------------------------
+# --- 1. dense: plain JAX, dynamax, hmmlearn ------------------------------------------------
 
 
 def _jax_recursions():
-    """Smoothing and Viterbi in plain JAX, jit-compiled, the forward step written ``q @ A``:
-    the scaled recursions ours run (probabilities, each message divided by its sum or max)."""
+    """Filtering, smoothing and Viterbi in plain JAX, jit-compiled, the forward step written
+    ``q @ A``: the scaled recursions ours run (probabilities, each message divided by its sum
+    or max)."""
     import jax
     import jax.numpy as jnp
     from jax import lax
 
-    @jax.jit
-    def smoother(prior, A, L):
-        def forward_step(q, likelihood):
+    def forward(prior, A, L):
+        def step(q, likelihood):
             q = (q @ A) * likelihood
             total = q.sum()
             return q / total, (q / total, jnp.log(total))
 
         first = prior * L[0]
-        _, (alphas, logs) = lax.scan(forward_step, first / first.sum(), L[1:])
+        _, (alphas, logs) = lax.scan(step, first / first.sum(), L[1:])
         alphas = jnp.concatenate([(first / first.sum())[None], alphas])
+        return alphas, jnp.log(first.sum()) + logs.sum()
+
+    @jax.jit
+    def smoother(prior, A, L):
+        alphas, log_evidence = forward(prior, A, L)
 
         def backward_step(beta, inputs):
             likelihood, alpha = inputs
@@ -111,7 +118,7 @@ def _jax_recursions():
         _, posteriors = lax.scan(
             backward_step, jnp.ones_like(prior), (L[1:], alphas[:-1]), reverse=True
         )
-        return jnp.concatenate([posteriors, alphas[-1:]]), jnp.log(first.sum()) + logs.sum()
+        return jnp.concatenate([posteriors, alphas[-1:]]), log_evidence
 
     @jax.jit
     def decoder(prior, A, L):
@@ -129,7 +136,7 @@ def _jax_recursions():
         start, path = lax.scan(trace, delta.argmax(), back, reverse=True)
         return jnp.concatenate([start[None], path])
 
-    return smoother, decoder
+    return jax.jit(forward), smoother, decoder
 
 
 def dense() -> None:
@@ -137,10 +144,10 @@ def dense() -> None:
     from dynamax.hidden_markov_model import inference as dynamax
 
     jax.config.update("jax_enable_x64", True)
-    smoother, decoder = _jax_recursions()
+    plain = dict(zip(("filter", "smoother", "decoder"), _jax_recursions(), strict=True))
     tools = {
-        "plain smoother": smoother,
-        "plain decoder": decoder,
+        "plain": plain,
+        "dynamax filter": jax.jit(lambda p, A, logs: dynamax.hmm_filter(p, A, logs).filtered_probs),
         # Only the posteriors leave the compiled function: XLA drops the transition
         # probabilities dynamax computes by default (its flag cannot be set under jit).
         "dynamax smoother": jax.jit(
@@ -149,8 +156,8 @@ def dense() -> None:
         "dynamax mode": jax.jit(dynamax.hmm_posterior_mode),
     }
     print(
-        f"\n1. Exact dense smoothing and Viterbi, {HORIZON} steps, 20 symbols, one thread; "
-        "seconds (median) and each one's time over ours"
+        f"\n1. Exact dense filtering, smoothing and Viterbi, {HORIZON} steps, 20 symbols, one "
+        "thread; seconds (median) and ours over each (at most 1.00x: ours at least as fast)"
     )
     for n in (100, 1000, 4000):
         _dense_size(n, tools)
@@ -176,39 +183,47 @@ def _dense_size(n: int, tools: dict) -> None:
     likelihoods = np.ascontiguousarray(hmm.emission[:, observations].T)
     arrays = [jnp.asarray(a) for a in (hmm.prior, hmm.transition, likelihoods)]
     logged = (arrays[0], arrays[1], jnp.log(arrays[2]))
+    plain = tools["plain"]
 
     def ready(value):
         return jax.block_until_ready(value)
 
     runs = {
+        "filtering": {
+            "ours": lambda: filtering(hmm, observations).beliefs,
+            "plain JAX q @ A": lambda: ready(plain["filter"](*arrays)[0]),
+            "dynamax hmm_filter": lambda: ready(tools["dynamax filter"](*logged)),
+        },
         "smoothing": {
             "ours": lambda: smoothing(hmm, observations).posteriors,
-            "hmmlearn predict_proba": lambda: reference.predict_proba(symbols),
+            "plain JAX q @ A": lambda: ready(plain["smoother"](*arrays)[0]),
             "dynamax hmm_smoother": lambda: ready(tools["dynamax smoother"](*logged)),
-            "plain JAX q @ A": lambda: ready(tools["plain smoother"](*arrays)[0]),
+            "hmmlearn predict_proba": lambda: reference.predict_proba(symbols),
         },
         "viterbi": {
             "ours": lambda: viterbi(hmm, observations).path,
-            "hmmlearn decode": lambda: reference.decode(symbols, algorithm="viterbi")[1],
+            "plain JAX q @ A": lambda: ready(plain["decoder"](*arrays)),
             "dynamax hmm_posterior_mode": lambda: ready(tools["dynamax mode"](*logged)),
-            "plain JAX q @ A": lambda: ready(tools["plain decoder"](*arrays)),
+            "hmmlearn decode": lambda: reference.decode(symbols, algorithm="viterbi")[1],
         },
     }
-    repeats = 7 if n < 4000 else 5
+    repeats = {100: 51, 1000: 15}.get(n, 5)  # a call of 100 states takes a millisecond
     for name, functions in runs.items():
         times = medians(functions, repeats)
         print(f"   n = {n:5d} {name:10s} ours {times['ours']:9.4f} s", end="")
         for other, seconds in times.items():
             if other != "ours":
-                print(f" | {other} {seconds:9.4f} s {seconds / times['ours']:6.2f}x", end="")
+                print(f" | {other} {seconds:9.4f} s {times['ours'] / seconds:6.2f}x", end="")
         print()
-    ours = runs["smoothing"]["ours"]()
-    differences = [np.abs(ours - np.asarray(f())).max() for f in runs["smoothing"].values()]
+    differences = []
+    for name in ("filtering", "smoothing"):
+        ours = runs[name]["ours"]()
+        differences += [np.abs(ours - np.asarray(f())).max() for f in runs[name].values()]
     path = runs["viterbi"]["ours"]()
     same = [bool(np.array_equal(path, np.asarray(f()))) for f in runs["viterbi"].values()]
     print(
-        f"   n = {n:5d} largest posterior difference {max(differences):.1e}; "
-        f"the same path as each: {all(same)}"
+        f"   n = {n:5d} largest difference of a filtered belief or posterior "
+        f"{max(differences):.1e}; the same path as each: {all(same)}"
     )
 
 
@@ -307,8 +322,16 @@ def structured() -> None:
 
 
 @numba.njit
+def _transposed_steps(T, history):
+    """The block step on a state-major history (n, B) as it was before: each block copied
+    member-major, multiplied, and copied back."""
+    for t in range(1, history.shape[0]):
+        history[t] = np.dot(np.ascontiguousarray(history[t - 1].T), T).T
+
+
+@numba.njit
 def _state_major_steps(T, history):
-    """The block step as it was before: ``T^T @ block`` on state-major blocks (n, B)."""
+    """The block step before that: ``T^T @ block`` on state-major blocks (n, B)."""
     for t in range(1, history.shape[0]):
         np.dot(T.T, history[t - 1], history[t])
 
@@ -331,17 +354,18 @@ def batch() -> None:
             current = current @ A
             history[t] = current
 
-    def steps_of(layout_step):
+    def steps_of(layout_step, members: bool):
         def run():
-            history = np.empty((steps, n, size))
-            history[0] = initial.T
+            history = np.empty((steps, size, n) if members else (steps, n, size))
+            history[0] = initial if members else initial.T
             layout_step(history)
 
         return run
 
     layout = hmm.transition_layout
+    assert forward.members_first(layout)
 
-    def new_steps(history):
+    def block_steps(history):
         for t in range(1, steps):
             forward.step_block(layout, history[t - 1], history[t])
 
@@ -349,8 +373,9 @@ def batch() -> None:
         {
             "numpy loop": numpy_loop,
             "predict(initial=B)": lambda: predict(hmm, steps - 1, initial=initial),
-            "its block steps alone": steps_of(new_steps),
-            "state-major steps (before)": steps_of(lambda h: _state_major_steps(A, h)),
+            "its block steps alone": steps_of(block_steps, True),
+            "transposed steps (before)": steps_of(lambda h: _transposed_steps(A, h), False),
+            "state-major steps": steps_of(lambda h: _state_major_steps(A, h), False),
         },
         15,
     )

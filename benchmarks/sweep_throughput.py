@@ -10,11 +10,10 @@ from pathlib import Path
 
 from distributed import get_task_stream
 
-from pipeline.sweep import kinds
 from pipeline.sweep.cluster import connect
-from pipeline.sweep.config import compose
+from pipeline.sweep.config import compose, for_config, validate
 from pipeline.sweep.engine import compute
-from pipeline.sweep.kinds.base import Grid
+from pipeline.sweep.kind import Grid
 from pipeline.sweep.store import ResultStore
 
 SMALL = [
@@ -50,7 +49,7 @@ def _config(overrides: list[str], workers: int, store: Path):
             "progress_seconds=1000",
         ]
     )
-    kinds.validate(cfg)
+    validate(cfg)
     return cfg
 
 
@@ -71,7 +70,7 @@ def run_grid(overrides: list[str], workers: int) -> tuple[int, float, float]:
     """(cells, wall seconds of the compute phase, seconds the workers spent in tasks)."""
     with tempfile.TemporaryDirectory() as folder:
         cfg = _config(overrides, workers, Path(folder) / "r.zarr")
-        kind = kinds.for_config(cfg)
+        kind = for_config(cfg)
         grid = kind.grid(cfg)
         with connect(cfg.cluster) as client:
             client.run(_warm)
@@ -84,7 +83,7 @@ def timed_compute(client, grid: Grid, store: ResultStore, cfg) -> tuple[float, f
     """The sweep's compute phase: its wall seconds and the seconds workers spent in tasks."""
     with get_task_stream(client) as stream:
         start = time.perf_counter()
-        compute(client, kinds.for_config(cfg), grid, store, cfg)
+        compute(client, for_config(cfg), grid, store, cfg)
         wall = time.perf_counter() - start
     busy = sum(
         part["stop"] - part["start"]

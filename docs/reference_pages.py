@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from pipeline.results.kinds import BUILTIN
+from pipeline.kinds import BUILTIN
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.config.reference import Key, cluster_entries, experiments, keys
 from pipeline.sweep.config.schema import (
@@ -59,7 +59,8 @@ def config_page() -> str:
         "# Configuration reference",
         "",
         "Every key of `python -m pipeline.sweep`, read from the schema that checks it",
-        "(`pipeline/sweep/config/schema.py`): set any on the command line (`key=value`) or",
+        "(`pipeline/sweep/config/schema.py` and each kind's `pipeline/kinds/<kind>/config.py`):",
+        "set any on the command line (`key=value`) or",
         "in an experiment file. A value outside what is allowed stops the sweep with one",
         "line naming the key, before any cluster starts.",
         "",

@@ -11,9 +11,9 @@ from inference import brute_force
 
 from pipeline.hmmlm.data import part
 from pipeline.kernels.select import TOLERANCE
+from pipeline.kinds.methods.results import MEASURED
 from pipeline.models import HMM
 from pipeline.operators import LowRank, SparsePlusRankOne, entry_rows
-from pipeline.results.methods import MEASURED
 
 # --- random models -------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
-"""Helpers of the sweep's tests: configs composed by Hydra, plug-ins installed for a run, and
-sweeps and Dask processes run for real."""
+"""Helpers of the sweep's tests: configs composed by Hydra, plug-ins installed for a run,
+sweeps and Dask processes run for real, and small disks (real tmpfs mounts) that fill up."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 import zarr
 
 from pipeline.sweep.config import compose
@@ -111,3 +113,82 @@ def assert_warmup_attributes(ds, schema) -> None:
     calls were warmed up (``pipeline.sweep.timing.WARMUP``), and no other variable does."""
     for name, variable in schema.variables.items():
         assert (ds[name].attrs.get("warmup") == WARMUP) == variable.timed, name
+
+
+# --- small disks ----------------------------------------------------------------------------
+
+_HOLD_A_TMPFS = """
+mount -t tmpfs -o size=4m tmpfs "$1" 2>&1; echo "status $?"
+while read -r options; do
+    mount --options-mode ignore -o "remount,$options" "$1" 2>&1; echo "status $?"
+done
+"""
+"""Mount a tmpfs of 4 MiB on ``$1``, then remount it with the options on each line read
+(``ro``, ``size=100k``), answering every command with its status. ``--options-mode
+ignore``: inside a user namespace ``mount`` would repeat the options of the mount table,
+``uid=`` among them, which the namespace does not map, and the kernel would refuse them."""
+
+
+class Tmpfs:
+    """A real tmpfs of 4 MiB, held by a shell in a mount namespace of its own: the mount
+    lives as long as the shell.
+
+    ``path`` is the mount as this process reaches it, through the shell's root
+    (``/proc/<pid>/root/...``); ``remount`` changes its options while it is mounted.
+    """
+
+    def __init__(self, shell: subprocess.Popen, folder: Path) -> None:
+        self._shell = shell
+        self.path = Path(f"/proc/{shell.pid}/root{folder}")
+
+    def _answer(self) -> tuple[int | None, str]:
+        """The status of the shell's last command (None if the shell ended) and what it said."""
+        said = []
+        for line in iter(self._shell.stdout.readline, ""):
+            if line.startswith("status "):
+                return int(line.split()[1]), " ".join(said)
+            said.append(line.strip())
+        return None, " ".join(said)
+
+    def remount(self, options: str) -> None:
+        """Remount with ``options`` (``ro``, ``size=100k``)."""
+        self._shell.stdin.write(f"{options}\n")
+        self._shell.stdin.flush()
+        status, said = self._answer()
+        assert status == 0, f"remount,{options} of {self.path}: {said}"
+
+
+@contextlib.contextmanager
+def tmpfs(folder: Path):
+    """A ``Tmpfs`` on the new folder ``folder`` (an absolute path), unmounted on exit.
+
+    Root mounts it in a new mount namespace, any other user in a new user namespace too,
+    which needs no privilege where the kernel allows unprivileged user namespaces. Where
+    neither works the test is skipped, saying why in one line.
+    """
+    folder.mkdir()
+    root = os.geteuid() == 0
+    namespaces = ["--mount"] if root else ["--user", "--map-root-user", "--mount"]
+    try:
+        shell = subprocess.Popen(
+            ["unshare", *namespaces, "sh", "-c", _HOLD_A_TMPFS, "tmpfs", str(folder)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    except FileNotFoundError:
+        pytest.skip("cannot mount a tmpfs: no unshare command (util-linux) for a mount namespace")
+    with shell:
+        disk = Tmpfs(shell, folder)
+        status, said = disk._answer()
+        if status != 0:
+            shell.stdin.close()
+            unshare = " ".join(["unshare", *namespaces])
+            how = "as root" if root else "without root, in a user namespace"
+            pytest.skip(f"cannot mount a tmpfs {how} ({unshare}: {said})")
+        try:
+            yield disk
+        finally:
+            shell.stdin.close()
+            shell.wait(timeout=30)

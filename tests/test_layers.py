@@ -1,15 +1,156 @@
-"""The layers import in order: ``import pipeline`` loads no store or cluster library, and the
-``HMM`` container with inference loads nothing above them (no family, no HMM LM code, no
-corpus, no approximation method). What ``python -X importtime -c "import pipeline.inference"``
-lists is what ``sys.modules`` holds afterwards; one process checks both imports."""
+"""The layers import in order. Read from the source: no module of ``pipeline`` imports one
+that imports it back, however far round (a module-import graph, every import counted: at
+the top, inside a function, under ``TYPE_CHECKING``), and none imports a module of a
+higher layer (``docs/development.md``). Run: ``import pipeline`` loads no store or cluster
+library, and the ``HMM`` container with inference loads nothing above them (no family, no
+HMM LM code, no corpus, no approximation method). What ``python -X importtime -c "import
+pipeline.inference"`` lists is what ``sys.modules`` holds afterwards; one process checks
+both imports."""
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import pipeline
 from pipeline.models import BUILTIN
+
+PACKAGE = Path(pipeline.__file__).parent
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Every module of the package by its dotted name: its file, and whether it is a
+    package's ``__init__``."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        init = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if init else parts)] = (path, init)
+    return found
+
+
+def _imports(name: str, path: Path, init: bool, modules) -> set[str]:
+    """The modules of the package that ``name`` imports anywhere in its source. ``from a
+    import b`` imports the module ``a.b`` where there is one, else ``a``; a name inside a
+    module (``a.b.f``) is its module's. A package's ``__init__``, which Python runs before
+    any module inside it, is counted only where it is imported by name, as import
+    checkers (grimp, import-linter) count it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name.split(".")[: len(name.split(".")) - (0 if init else 1)]
+                package = package[: len(package) - node.level + 1]
+                base = ".".join([*package, base] if base else package)
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                for alias in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the package it imports (``_imports``)."""
+    modules = _modules()
+    return {name: _imports(name, *where, modules) for name, where in modules.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, round and round (the strongly connected
+    components of more than one module, Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+LAYERS = (
+    ("kernels", "corpus", "plugins"),
+    ("operators",),
+    ("hmm", "limits"),
+    ("inference", "methods", "metrics", "sampling", "hmmlm"),
+    ("models", "coupled", "learning"),
+    ("results",),
+    ("sweep", "analysis"),
+    ("analyze", "cli"),
+)
+"""The packages and modules of ``pipeline``, lowest layer first (``docs/development.md``)."""
+
+
+KIND_PARTS = {"results": "results", "report": "analysis"}
+"""The layer of a part of a sweep kind (``pipeline.kinds.<kind>.<part>``) by its name: what its
+stores hold is read with results, its report with the analysis; the rest (its config, grid,
+tasks and sweep) is the sweep's. The registry and each kind's ``__init__`` are results'."""
+
+
+def layer(module: str) -> tuple[int, str]:
+    """The layer of ``module`` (its index in ``LAYERS``) and its part of the layer."""
+    parts = module.split(".")[1:]
+    part = parts[0]
+    if part == "kinds" and parts[1:2] != ["base"]:
+        part = KIND_PARTS.get(parts[2], "sweep") if len(parts) > 2 else "results"
+    elif part == "kinds":
+        part = "results"
+    (at,) = [k for k, names in enumerate(LAYERS) if part in names]
+    return at, part
+
+
+def test_no_modules_import_each_other_round_a_circle():
+    assert circles(import_graph()) == []
+
+
+def test_a_circle_is_found_however_far_round():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert circles(graph) == [["a", "b", "c"]]
+
+
+def test_no_module_imports_a_higher_layer_and_the_sweep_and_reports_stay_apart():
+    upward, across = [], []
+    for module, imported in import_graph().items():
+        if module == "pipeline":  # the package's face: it imports nothing until asked
+            continue
+        for other in imported - {"pipeline"}:  # its version, which every layer may read
+            (at, part), (other_at, other_part) = layer(module), layer(other)
+            if other_at > at:
+                upward.append(f"{module} -> {other}")
+            elif {part, other_part} == {"sweep", "analysis"}:
+                across.append(f"{module} -> {other}")
+    assert upward == [] and across == []
+
 
 STORE_AND_CLUSTER = ("xarray", "zarr", "dask", "distributed", "hydra", "omegaconf")
 """What reading or running a sweep needs, and the library below it does not."""
@@ -19,6 +160,7 @@ ABOVE_INFERENCE = (
     "pipeline.methods",
     "pipeline.hmmlm",
     "pipeline.corpus",
+    "pipeline.kinds",
     "pipeline.results",
     "pipeline.sweep",
     *sorted(family.__name__ for family in BUILTIN.values()),

@@ -24,8 +24,7 @@ from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import build_model
 from pipeline.models import file as file_family
 from pipeline.plugins import PluginError, Registry
-from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds import validate
+from pipeline.sweep.config import ConfigError, validate
 
 from sweeping import TINY, composed, install, on_path, sweep
 

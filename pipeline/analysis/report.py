@@ -7,7 +7,8 @@ from pathlib import Path
 
 import xarray as xr
 
-from pipeline.analysis.figures import Analysis
+from pipeline.analysis.base import Analysis
+from pipeline.kinds.base import text_table
 from pipeline.results import (
     KINDS,
     StoreError,
@@ -18,7 +19,6 @@ from pipeline.results import (
     open_results,
     require_results,
 )
-from pipeline.results.base import text_table
 from pipeline.results.verify import ROOT, Chunk, chunks
 
 

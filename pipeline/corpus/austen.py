@@ -25,7 +25,7 @@ import subprocess
 import tarfile
 import tempfile
 import zlib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pipeline.corpus.rdata import lazy_load
 
@@ -64,6 +64,25 @@ def _deb_members(deb: Path) -> dict[str, bytes]:
     return members
 
 
+def _extract_files(archive: tarfile.TarFile, folder: Path) -> None:
+    """The regular files and folders of ``archive`` written under ``folder``; links, devices
+    and any member named outside ``folder`` (absolute, or through ``..``) are left out.
+    (``extractall(filter="data")`` does this from Python 3.11.4 on; 3.11.0-3.11.3 lack it.)"""
+    for member in archive.getmembers():
+        relative = PurePosixPath(member.name)
+        if relative.is_absolute() or ".." in relative.parts:
+            continue
+        target = folder.joinpath(*relative.parts)
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif member.isfile():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = archive.extractfile(member)
+            assert source is not None  # a regular file's contents
+            with source, open(target, "wb") as out:
+                shutil.copyfileobj(source, out)
+
+
 def _extract_deb(deb: Path, folder: Path) -> Path:
     """The R package folder of ``deb``, extracted under ``folder``."""
     members = _deb_members(deb)
@@ -72,7 +91,7 @@ def _extract_deb(deb: Path, folder: Path) -> Path:
         raise ValueError(f"{deb} holds no data.tar: not a Debian binary package")
     try:
         with tarfile.open(fileobj=io.BytesIO(members[name])) as archive:
-            archive.extractall(folder, filter="data")
+            _extract_files(archive, folder)
     except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as error:
         reason = (str(error).splitlines() or [type(error).__name__])[0].rstrip(":")
         raise ValueError(

@@ -16,6 +16,7 @@ import numpy as np
 from pipeline.hmm import HMM
 from pipeline.inference.inputs import Evidence, read_evidence, read_initial
 from pipeline.inference.recursion import Compiled, Stepped, recursion
+from pipeline.kernels import forward
 from pipeline.kernels.select import mass_target
 from pipeline.limits import check_memory
 
@@ -58,9 +59,10 @@ class FilterBatchResult(NamedTuple):
 
     beliefs : ndarray, shape (B, T, n_states)
         ``beliefs[b, t] = P(S_t | o^b_0..o^b_t)``, as ``FilterResult.beliefs`` of each member:
-        a view of the state-major history the recursion writes, ``(T, n_states, B)`` in
-        memory, not a copy (``np.ascontiguousarray`` makes one where needed). With
-        ``history=False``, shape (B, 1, n_states).
+        a view of the history the recursion writes, not a copy (``np.ascontiguousarray``
+        makes one where needed): ``(T, B, n_states)`` in memory for a dense transition
+        matrix, ``(T, n_states, B)`` for the others. With ``history=False``, shape
+        (B, 1, n_states).
     log_evidence : ndarray, shape (B,)
         ``log P(o^b_0..o^b_{T-1})`` of each member; ``-inf`` where an observation had zero
         probability.
@@ -103,8 +105,8 @@ def predict(
     -------
     ndarray, shape (horizon + 1, n_states), or (B, horizon + 1, n_states)
         Row ``t`` is ``initial @ T^t`` (without pruning; ``initial @ T_0 @ .. @ T_{t-1}``
-        with ``transitions``); a batch's is a view of the
-        state-major history (``FilterBatchResult.beliefs``). With ``history=False`` the time
+        with ``transitions``); a batch's is a view of the recursion's history
+        (``FilterBatchResult.beliefs``). With ``history=False`` the time
         axis holds the last step only (length 1).
     """
     if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 0:
@@ -300,11 +302,13 @@ def broadcast(hmm: HMM, initial: np.ndarray, rows: np.ndarray) -> tuple[np.ndarr
 def _forward_block(
     run: Compiled | Stepped, hmm: HMM, initial, evidence: Evidence, target: float, kept=None
 ) -> FilterBatchResult:
-    """A batch: the kernels work on state-major blocks (n, B) so a step is one product."""
+    """A batch: the kernels step blocks of B members, one product a step, member-major (B, n)
+    or state-major (n, B) as the layout takes them (``forward.members_first``)."""
     initial, rows = broadcast(hmm, initial, evidence.rows)
     size, steps = rows.shape
-    block = np.ascontiguousarray(initial.T)
-    beliefs = np.empty((min(steps, kept or steps), hmm.n_states, size))  # as in _forward
+    members = isinstance(run, Compiled) and forward.members_first(run.layout)
+    block = np.ascontiguousarray(initial if members else initial.T)
+    beliefs = np.empty((min(steps, kept or steps), *block.shape))  # as in _forward
     elapsed = np.empty(steps)
     zero = np.zeros((size, steps), dtype=bool)
     pruned = np.zeros((size, steps))
@@ -316,7 +320,8 @@ def _forward_block(
     if kept:
         beliefs = beliefs[(steps - 1) % beliefs.shape[0]][None]
     return FilterBatchResult(
-        beliefs.transpose(2, 0, 1),  # a view: copying it would cost more than the steps
+        # a view: copying it would cost more than the steps
+        beliefs.transpose(1, 0, 2) if members else beliefs.transpose(2, 0, 1),
         log_evidence,
         tuple(np.flatnonzero(member) for member in zero),
         elapsed,

@@ -246,17 +246,19 @@ def step_block(layout, block, out):
 
 
 @numba.njit(**JIT)
-def _weigh(belief, likelihoods, row, out):
-    """``out = likelihoods[row] * belief`` (``belief`` alone for ``row = -1``, nothing that
-    counts as observed), divided by its largest entry (left as it is when that is zero)."""
+def _weigh(message, likelihoods, row):
+    """``message <- message * likelihoods[row]`` divided by its largest entry (left as it is
+    when that is zero); nothing for ``row = -1`` (nothing that counts as observed): the
+    message is then a ``beta`` whose largest entry is already 1."""
+    if row < 0:
+        return
     top = 0.0
-    for i in range(out.size):
-        value = belief[i] * likelihoods[row, i] if row >= 0 else belief[i]
-        out[i] = value
-        top = max(top, value)
+    for i in range(message.size):
+        message[i] = message[i] * likelihoods[row, i]
+        top = max(top, message[i])
     if top > 0.0:
-        for i in range(out.size):
-            out[i] /= top
+        for i in range(message.size):
+            message[i] /= top
 
 
 @numba.njit(**JIT)
@@ -281,39 +283,38 @@ def backward(layout, likelihoods, rows, zero, alphas, posteriors, message, last,
     after : (T', n) output, or (0, n) for none: ``after[t] = w_{t+1} / Z_t`` with
         ``Z_t = alpha_t . (T @ w_{t+1})``, so that ``P(S_t = i, S_{t+1} = j | o) =
         alphas[t, i] * T[i, j] * after[t, j]`` (zero at the last step of the horizon).
+
+    After its product a step makes two passes over the states (``Z_t`` and the largest
+    entry; then the posterior, the counts' factor and the next ``beta``), and an observed
+    step two more (``beta`` times the likelihoods, then divided by their largest entry).
     """
     steps, n = alphas.shape
-    gathered, beta = np.empty(n), np.empty(n)
+    gathered = np.empty(n)
     counts = after.shape[0] > 0
     for t in range(steps - 1, -1, -1):
         alpha = alphas[t]
+        row = -1 if zero[t] else rows[t]
         if t == steps - 1 and last:
-            beta[:] = 1.0
             posteriors[t] = alpha
             if counts:
                 after[t] = 0.0
-        else:
-            retreat(layout, message, gathered)
-            total = 0.0
-            for i in range(n):
-                total += alpha[i] * gathered[i]
-            top = 0.0
-            for i in range(n):
-                top = max(top, gathered[i])
+            message[:] = 1.0  # beta
+            _weigh(message, likelihoods, row)
+            continue
+        retreat(layout, message, gathered)
+        total, top = 0.0, 0.0
+        for i in range(n):
+            total += alpha[i] * gathered[i]
+            top = max(top, gathered[i])
+        for i in range(n):
             if total > 0.0:
-                for i in range(n):
-                    posteriors[t, i] = alpha[i] * gathered[i] / total
+                posteriors[t, i] = alpha[i] * gathered[i] / total
             else:  # the messages underflowed: the filtered belief is what is left
-                posteriors[t] = alpha
+                posteriors[t, i] = alpha[i]
             if counts:
-                for i in range(n):
-                    after[t, i] = message[i] / total if total > 0.0 else 0.0
-            if top > 0.0:
-                for i in range(n):
-                    beta[i] = gathered[i] / top
-            else:
-                beta[:] = 1.0
-        _weigh(beta, likelihoods, -1 if zero[t] else rows[t], message)
+                after[t, i] = message[i] / total if total > 0.0 else 0.0
+            message[i] = gathered[i] / top if top > 0.0 else 1.0  # beta
+        _weigh(message, likelihoods, row)
 
 
 @numba.njit(**JIT)

@@ -1,11 +1,13 @@
 """The compiled forward recursion and the step of each matrix layout.
 
-``forward`` (one sequence) and ``forward_block`` (B sequences as a state-major
-(n, B) block) run the whole horizon in one compiled loop, so no format pays
+``forward`` (one sequence) and ``forward_block`` (B sequences as one block: member-major
+(B, n) for a dense matrix, state-major (n, B) for the others) run the whole horizon in one
+compiled loop, so no format pays
 per-step Python overhead and a speedup measures the method, not the
 interpreter. They take the matrix as a layout, a ``NamedTuple`` of arrays whose
-class says how a step reads it: ``Dense`` (one BLAS matrix-vector product, or
-the rows of the non-zero states when they are few), ``CsrRows`` and ``CsrEntries`` (scatter
+class says how a step reads it: ``Dense`` (a compiled matrix-vector product in BLAS's order
+of sums, BLAS itself for a small matrix, or the rows of the non-zero states when they are
+few), ``CsrRows`` and ``CsrEntries`` (scatter
 the stored entries row by row, or in one flat loop for short rows; a batch of
 long rows in tiles of its output that stay in cache), ``CsrPanel`` (a CSR layout of the
 sparse columns plus a dense panel of the columns that are mostly full, stepped by BLAS),
@@ -170,24 +172,136 @@ def advance(layout, belief, out, threads):
 
 
 def advance_block(layout, block, out):
-    """``out = T^T @ block`` for a state-major block (n, B) (compiled code only)."""
+    """The block step of B distributions at once (compiled code only): ``out = block @ T``
+    for a member-major block (B, n) where the layout takes one (``members_first``), else
+    ``out = T^T @ block`` for a state-major block (n, B)."""
     raise NotImplementedError("advance_block runs inside compiled code")
+
+
+def members_first(layout) -> bool:
+    """Whether a block of ``layout`` is member-major, (B, n), each distribution a contiguous
+    row: a dense matrix's, which BLAS multiplies fastest as a row-major batch times ``T``,
+    the layout of numpy's ``(B, n) @ T`` (``python benchmarks/inference.py batch``,
+    ``docs/benchmarks.md``). The sparse and factored layouts take state-major blocks (n, B),
+    whose rows hold each state's B values side by side for their scatters and gathers."""
+    return isinstance(layout, Dense)
+
+
+def _members_first(layout):
+    """``members_first`` inside compiled code, a constant of each layout type."""
+    raise NotImplementedError("_members_first runs inside compiled code")
+
+
+@overload(_members_first, jit_options=JIT)
+def _members_first_of(layout):
+    members = _is(layout, Dense)
+    return lambda layout: members
 
 
 # --- the steps -----------------------------------------------------------------------------
 
 
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """``a * b + c`` rounded once (LLVM's ``llvm.fma``), in compiled code: a fused step of a
+    sum whose order must be kept, which numba's plain arithmetic never fuses."""
+
+    def codegen(context, builder, signature, args):
+        double = ir.DoubleType()
+        fused = builder.module.declare_intrinsic(
+            "llvm.fma", [double], ir.FunctionType(double, [double, double, double])
+        )
+        return builder.call(fused, args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
+@numba.njit(**JIT)
+def _four_rows(T, i, belief, j):
+    """``belief[i:i+4] @ T[i:i+4, j]``, summed as BLAS's kernel sums four rows (below)."""
+    # numba's stubs count the typing context among an intrinsic's arguments
+    first: float = _fma(T[i, j], belief[i], T[i + 1, j] * belief[i + 1])  # type: ignore[call-arg]
+    second: float = _fma(T[i + 2, j], belief[i + 2], first)  # type: ignore[call-arg]
+    return _fma(T[i + 3, j], belief[i + 3], second)  # type: ignore[call-arg]
+
+
+DENSE_ROWS = 16
+"""The rows of ``T`` that ``_vector_matrix`` adds into the output in one pass over it (four
+of its four-row groups), read as that many streams at once; half as many where the rows lie
+a multiple of ``CACHE_ALIASING`` bytes apart."""
+CACHE_ALIASING = 4096
+"""Rows this many bytes apart (or a multiple) fall in the same set of a core's L1 cache,
+which holds eight lines a set here: sixteen such rows read side by side evict each other."""
+
+
+@numba.njit(**JIT)
+def _vector_matrix(T, belief, out):
+    """``out = belief @ T`` for a dense ``T`` (n, m), each output summed in the order of
+    OpenBLAS's ``dgemv_n`` on AVX-512 machines with one thread (the call smaller steps make,
+    ``DENSE_BLAS``), so the two give the same numbers to the last bit there.
+
+    That order, for column ``j`` among the first ``m - m % 4``: the rows in groups of four,
+    each group's sum ``fma(T[i+3], b[i+3], fma(T[i+2], b[i+2], fma(T[i], b[i], T[i+1] b[i+1])))``
+    added to the column's total in turn; two rows left over are one more
+    ``fma(T[i], b[i], T[i+1] b[i+1])``, a last single row ``T[i] b[i]``, each added likewise.
+    The last ``m % 4`` columns: one fused sum down each column. BLAS adds each group into
+    the whole output, a pass over it every four rows; here a pass adds ``DENSE_ROWS`` rows
+    (or eight), whose reads stream in side by side.
+    """
+    n, m = T.shape
+    wide = m - m % 4
+    out[:wide] = 0.0
+    i = 0
+    if T.strides[0] % CACHE_ALIASING:
+        while i + DENSE_ROWS <= n:
+            for j in range(wide):
+                total = out[j] + _four_rows(T, i, belief, j)
+                total = total + _four_rows(T, i + 4, belief, j)
+                total = total + _four_rows(T, i + 8, belief, j)
+                out[j] = total + _four_rows(T, i + 12, belief, j)
+            i += DENSE_ROWS
+    while i + 8 <= n:
+        for j in range(wide):
+            out[j] = (out[j] + _four_rows(T, i, belief, j)) + _four_rows(T, i + 4, belief, j)
+        i += 8
+    if i + 4 <= n:
+        for j in range(wide):
+            out[j] += _four_rows(T, i, belief, j)
+        i += 4
+    if i + 2 <= n:
+        for j in range(wide):
+            out[j] += _fma(T[i, j], belief[i], T[i + 1, j] * belief[i + 1])  # type: ignore[call-arg]
+        i += 2
+    if i < n:
+        for j in range(wide):
+            out[j] += T[i, j] * belief[i]
+    for j in range(wide, m):
+        total = 0.0
+        for k in range(n):
+            total = _fma(T[k, j], belief[k], total)  # type: ignore[call-arg]
+        out[j] = total
+
+
+DENSE_BLAS = 2**17
+"""A dense step over a matrix of fewer entries than this (1 MiB, a core's L2 cache on this
+machine), or of fewer than four columns, is BLAS's ``belief @ T``: while the matrix stays in
+that cache, BLAS's own loop is the faster of the two (``docs/benchmarks.md``)."""
+
+
 @numba.njit(**JIT)
 def _dense_step(T, belief, out):
-    """BLAS, or only the rows of the non-zero states when fewer than two thirds are
-    (after pruning, or from a peaked prior).
+    """``_vector_matrix`` (BLAS for a small matrix, ``DENSE_BLAS``), or only the rows of the
+    non-zero states when fewer than two thirds are (after pruning, or from a peaked prior).
 
     Both stream the matrix at the same rate (measured at n = 800 to 4000: a
     quarter of the rows 2.8-3.2x faster than BLAS, half 1.4-1.6x, three
     quarters 1.0-1.1x, 90% 0.9x).
     """
     if 3 * _non_zero(belief) >= 2 * belief.size:
-        np.dot(belief, T, out)
+        if T.size < DENSE_BLAS or T.shape[1] < 4:
+            np.dot(belief, T, out)
+        else:
+            _vector_matrix(T, belief, out)
         return
     out[:] = 0.0
     for i in range(belief.size):
@@ -558,22 +672,10 @@ def _advance_low_rank(layout, belief, out, threads):
     return None
 
 
-@numba.njit(**JIT)
-def _dense_block(T, block, out):
-    """``out = T^T @ block`` for a state-major block (n, B), computed member-major as
-    ``block.T @ T``: BLAS runs the product of a (B, n) row-major batch by ``T`` faster than
-    the same product on state-major operands (``python benchmarks/inference.py batch``,
-    ``docs/benchmarks.md``), and the two transposes cost O(n B) against its O(n^2 B). The
-    sums run in another order than the state-major product's: the last bits of a dense
-    batch's beliefs differ from those it gave before (one sequence's do not)."""
-    members = np.ascontiguousarray(block.T)
-    out[:, :] = np.dot(members, T).T
-
-
 @overload(advance_block, jit_options=JIT)
 def _advance_block_dense(layout, block, out):
     if _is(layout, Dense):
-        return lambda layout, block, out: _dense_block(layout.T, block, out)
+        return lambda layout, block, out: np.dot(block, layout.T, out)
     return None
 
 
@@ -632,8 +734,9 @@ def step(layout, belief, out, threads):
 
 @numba.njit(**JIT)
 def step_block(layout, block, out):
-    """``out = T^T @ block`` for a state-major block (n, B): one block step, as the recursion
-    takes it, callable from Python (benchmarks and tests)."""
+    """One block step, as the recursion takes it (``advance_block``: member-major (B, n) or
+    state-major (n, B) as ``members_first`` says), callable from Python (benchmarks and
+    tests)."""
     advance_block(layout, block, out)
 
 
@@ -664,6 +767,8 @@ def _condition_block(block, likelihoods, rows, evidence):
     """
     n, size = block.shape
     evidence[:] = 0.0
+    if not (rows >= 0).any():  # nothing observed this step (prediction): nothing to read
+        return
     for i in range(n):
         for b in range(size):
             if rows[b] >= 0:
@@ -755,22 +860,31 @@ def forward_block(
 ):
     """``forward`` for B sequences at once: one block product per step.
 
-    ``initial`` (n, B), ``rows`` (B, T), ``beliefs`` (H, n, B), ``zero`` (B, T),
-    ``pruned`` (B, T) and ``log_evidence`` (B,) are state-major blocks;
-    ``elapsed`` (T,) is shared. Step t's block is ``beliefs[t % H]``, as in ``forward``.
+    ``rows`` (B, T), ``zero`` (B, T), ``pruned`` (B, T) and ``log_evidence`` (B,) hold
+    member ``b`` in row ``b``; ``elapsed`` (T,) is shared. The blocks, ``initial`` and each
+    ``beliefs[t % H]`` (step t's, as in ``forward``), are member-major, ``initial`` (B, n)
+    and ``beliefs`` (H, B, n), where the layout takes such blocks (``members_first``), else
+    state-major, (n, B) and (H, n, B).
     """
     clock = np.zeros(2, np.int64)
     start = monotonic(clock)
-    (n, size), history = initial.shape, beliefs.shape[0]
+    members = _members_first(layout)
+    size, history = rows.shape[0], beliefs.shape[0]
+    n = initial.shape[1] if members else initial.shape[0]
     work, mark, member = np.empty(n, np.int64), np.zeros(n, np.bool_), np.empty(n)
-    evidence = np.empty(size)
+    evidence = np.zeros(size)
     for t in range(elapsed.size):
         block = beliefs[t % history]
         if t == 0:
             block[:, :] = initial
         else:
             advance_block(layout, beliefs[(t - 1) % history], block)
-        _condition_block(block, likelihoods, rows[:, t], evidence)
+        if members:
+            for b in range(size):
+                if rows[b, t] >= 0:
+                    evidence[b] = _condition(block[b], likelihoods[rows[b, t]])
+        else:
+            _condition_block(block, likelihoods, rows[:, t], evidence)
         for b in range(size):
             if rows[b, t] >= 0:
                 if evidence[b] > 0.0:
@@ -778,7 +892,11 @@ def forward_block(
                 else:
                     zero[b, t] = True
                     log_evidence[b] = -np.inf
-            if prune_target <= 1.0:  # pruning sorts each member: one column at a time
+            if prune_target > 1.0:
+                continue
+            if members:
+                pruned[b, t] = prune(block[b], prune_target, work, mark)
+            else:  # pruning sorts each member: one column at a time
                 member[:] = block[:, b]
                 pruned[b, t] = prune(member, prune_target, work, mark)
                 block[:, b] = member

@@ -49,6 +49,15 @@ line (pass a dense or CSR model). The counts of a low-rank E-step (``lowrank``,
 (one real number a step) by weighted moments with a variance floor (``VARIANCE_FLOOR``), and
 any other model through the M-step hook: a subclass of ``Emission`` with
 ``log_likelihoods(observations) -> (T, n_states)`` and ``m_step(observations, posteriors)``.
+``pseudocount`` smooths the counts of ``hmm.emission``'s symbols (add-lambda, the estimate
+under a Dirichlet prior), so that a symbol the training sequences never show keeps a
+probability in every state, and a held-out sequence that shows it a finite score.
+
+**For the learning sweep.** ``problem.draw``: a generating model's training and held-out
+sequences and the start model, from one seed; ``compare.reference`` and ``compare.compare``:
+exact EM once per problem, then one approximate E-step's run against it, as a
+``Comparison`` record; ``summary``: the report's numbers over the sweep's Dataset (it
+imports xarray, which ``import pipeline.learning`` does not).
 
 >>> import numpy as np
 >>> from pipeline.inference import sample

@@ -134,14 +134,20 @@ def e_step(
 
 
 def m_step(
-    hmm: HMM, statistics: Statistics, observations: np.ndarray, *, emission: Emission | None = None
+    hmm: HMM,
+    statistics: Statistics,
+    observations: np.ndarray,
+    *,
+    emission: Emission | None = None,
+    pseudocount: float = 0.0,
 ) -> tuple[HMM, Emission | None]:
     """The M-step: the full model re-estimated from ``statistics`` (``entries.reestimate``:
     over the entries the E-step kept, the others held, every row summing to 1).
 
-    ``observations`` (N, ...) are the training sequences concatenated. Returns the new HMM
-    and, for an ``emission`` model, the model's own M-step (``Emission.m_step``; None for
-    symbols, whose emission matrix the HMM holds).
+    ``observations`` (N, ...) are the training sequences concatenated. ``pseudocount`` is
+    added to the emission counts of symbols at every entry the E-step kept. Returns the new
+    HMM and, for an ``emission`` model, the model's own M-step (``Emission.m_step``; None
+    for symbols, whose emission matrix the HMM holds).
     """
     kept = statistics.kept
     prior = reestimate(
@@ -156,5 +162,7 @@ def m_step(
         return HMM(prior, transition, hmm.emission), learnt_emission
     symbols = entries(hmm.emission, "hmm.emission")
     counts = symbol_counts(symbols.rows, symbols.columns, observations, statistics.posteriors)
+    if pseudocount:
+        counts = counts + pseudocount * (1.0 if kept.emission is None else kept.emission)
     matrix = symbols.build(reestimate(symbols.values, counts, kept.emission, symbols.rows))
     return HMM(prior, transition, matrix), None

@@ -122,5 +122,8 @@ def reestimate(
         kept = np.ones(previous.size, dtype=bool)
     seen = np.bincount(rows, weights=np.where(kept, counts, 0.0), minlength=n_rows)
     held = np.bincount(rows, weights=np.where(kept, 0.0, previous), minlength=n_rows)
-    share = np.divide(1.0 - held, seen, out=np.zeros(n_rows), where=seen > 0)
-    return np.where(kept & (seen > 0)[rows], counts * share[rows], previous)
+    learnt = kept & (seen > 0)[rows]
+    # counts / seen (at most 1) before the free mass: a row whose counts are subnormal (a
+    # state the posteriors all but never visit) would overflow (1 - held) / seen
+    fraction = np.divide(counts, seen[rows], out=np.zeros(previous.size), where=learnt)
+    return np.where(learnt, fraction * (1.0 - held)[rows], previous)

@@ -82,6 +82,18 @@ def _check_tolerance(tolerance) -> None:
         raise ValueError(f"tolerance must be a number >= 0, got {tolerance!r}")
 
 
+def _check_pseudocount(pseudocount, emission: Emission | None) -> None:
+    if isinstance(pseudocount, bool) or not isinstance(pseudocount, int | float | np.number):
+        raise ValueError(f"pseudocount must be a number >= 0, got {pseudocount!r}")
+    if not 0 <= pseudocount < np.inf:  # NaN too
+        raise ValueError(f"pseudocount must be a number >= 0, got {pseudocount!r}")
+    if pseudocount and emission is not None:
+        raise ValueError(
+            f"pseudocount={pseudocount!r} smooths the symbols of hmm.emission, and an emission "
+            "model learns in its own m_step; allowed: pseudocount=0 with emission="
+        )
+
+
 def _check_approximation(approximation, setting) -> None:
     if approximation is None:
         if setting is not None:
@@ -190,6 +202,7 @@ def fit(
     iterations: int = 100,
     tolerance: float = 1e-2,
     held_out=None,
+    pseudocount: float = 0.0,
 ) -> Fit:
     """Baum-Welch EM from ``hmm``: the prior, the transitions and the emissions learnt from
     the training sequences, each E-step exact or by ``approximation``.
@@ -222,6 +235,13 @@ def fit(
     held_out : array_like or list, optional
         Sequences (as ``observations``) scored exactly after every M-step
         (``History.held_out``).
+    pseudocount : float >= 0
+        Added to every emission count of symbols (``hmm.emission``) at each M-step: the
+        maximum a posteriori estimate under a symmetric Dirichlet(1 + pseudocount) prior on
+        each emission row (hmmlearn's ``emissionprob_prior``). With 0, the maximum-likelihood
+        one, a symbol the training sequences never show gets probability zero in every state
+        after the first iteration, and a held-out sequence that shows it scores ``-inf``.
+        Only for symbols (``emission=None``).
 
     Returns
     -------
@@ -229,8 +249,9 @@ def fit(
         The fitted model, its emission model and the run's ``History``.
 
     Raises ``ValueError`` in one line naming the argument for anything it cannot learn from:
-    shapes, symbols out of range, NaN, ``iterations < 1``, an unknown method or setting, a
-    structured or low-rank matrix, and a training sequence the E-step's model rules out.
+    shapes, symbols out of range, NaN, ``iterations < 1``, a negative ``pseudocount``, an
+    unknown method or setting, a structured or low-rank matrix, and a training sequence the
+    E-step's model rules out.
     """
     if not isinstance(hmm, HMM):
         raise TypeError(f"hmm must be a pipeline.models.HMM, got {type(hmm).__name__}")
@@ -242,6 +263,7 @@ def fit(
     _check_iterations(iterations)
     _check_tolerance(tolerance)
     _check_approximation(approximation, setting)
+    _check_pseudocount(pseudocount, emission)
     entries(hmm.transition, "hmm.transition")
     symbols = emission is None
     if emission is None:
@@ -269,7 +291,7 @@ def fit(
         e_seconds.append(time.perf_counter() - start)
         _check_scored(statistics.log_likelihood, names, iteration, approximation, setting, symbols)
         start = time.perf_counter()
-        hmm, emission = m_step(hmm, statistics, steps, emission=emission)
+        hmm, emission = m_step(hmm, statistics, steps, emission=emission, pseudocount=pseudocount)
         m_seconds.append(time.perf_counter() - start)
         scores.append(float(statistics.log_likelihood.sum()))
         if testing is not None:

@@ -279,6 +279,10 @@ def _forward_product(compiled, beliefs: np.ndarray, width: int) -> np.ndarray:
         out = np.empty(width)
         forward.step(compiled, beliefs, out, forward.step_threads(compiled))
         return out
+    if forward.members_first(compiled):
+        out = np.empty((beliefs.shape[0], width))
+        forward.step_block(compiled, beliefs, out)
+        return out
     out = np.empty((width, beliefs.shape[0]))
     forward.step_block(compiled, np.ascontiguousarray(beliefs.T), out)
     return out.T

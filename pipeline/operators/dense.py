@@ -1,7 +1,8 @@
 """Dense matrices: ``numpy.ndarray`` (n, m), float64, C-contiguous.
 
-An exact step is one BLAS matrix-vector product, O(n m); from a belief with
-few non-zero states it reads only their rows.
+An exact step is one matrix-vector product, O(n m) (``pipeline.kernels.forward``: compiled,
+in the order of BLAS's sums); from a belief with few non-zero states it reads only their
+rows.
 """
 
 from __future__ import annotations
@@ -88,7 +89,9 @@ def _(T: np.ndarray, weights) -> base.MaxProduct:
 
 @base.expected_counts.register
 def _(T: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
-    return T * (before.T @ after)
+    counts = before.T @ after  # (n, n): one product, then weighted in place
+    counts *= T
+    return counts
 
 
 @base.column_sampler.register

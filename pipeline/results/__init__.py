@@ -2,16 +2,19 @@
 ``open_results``. Imports neither Hydra nor Dask.
 
 A store is a zarr store that plain xarray reads (``xr.open_zarr(path)``); its attribute
-``kind`` says which sweep wrote it (none: ``methods``), and each kind's module here lists
-its dims, every variable with its units, meaning and why it may be NaN, and the summary
-table the sweep prints:
+``kind`` says which sweep wrote it (none: ``methods``), and each kind's ``results`` module
+(``pipeline.kinds.<kind>.results``) lists its dims, every variable with its units, meaning
+and why it may be NaN, and the summary table the sweep prints:
 
 - ``methods``: approximation methods against exact inference (``python -m pipeline.sweep``);
 - ``training``: HMM language models trained over sizes and transition parameterisations;
 - ``coupled``: structured mean field and chain-wise Viterbi in weakly coupled HMMs;
 - ``kernel_features``: random feature maps against the softmax they approximate;
 
-and those installed packages add: ``KINDS`` maps every name to its ``Kind``.
+and those installed packages add: ``KINDS`` (``pipeline.kinds``) maps every name to its
+``Kind``. This package holds what every store shares: the schema's parts (``base``), the
+files' durability (``durable``) and manifests (``manifest``), what a path holds
+(``paths``) and the checks of its chunks (``verify``).
 
 >>> from pipeline.results import schema
 >>> schema("methods").variables["tv"].long_name
@@ -24,15 +27,9 @@ from pathlib import Path
 
 import xarray as xr
 
-from pipeline.results.base import (
-    FORMAT,
-    Schema,
-    StoreError,
-    Variable,
-    kind_of,
-    status_variables,
-)
-from pipeline.results.kinds import KINDS, Kind, schema
+from pipeline.kinds import KINDS, Kind, schema
+from pipeline.kinds.base import Schema, Variable, status_variables
+from pipeline.results.base import FORMAT, StoreError, kind_of
 from pipeline.results.paths import Found, found, require_results
 from pipeline.results.verify import damage, damage_line
 

@@ -1,10 +1,7 @@
-"""What every results store shares: variables, schemas, the layout version and its check."""
+"""What every results store shares: its layout version, its kind, and the error of a path that
+holds none. What a store of each kind holds is its ``pipeline.kinds`` schema."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
-
-import numpy as np
 
 FORMAT = 2
 """The layout of the store (attribute ``format``): 2 has the ``method`` and ``setting``
@@ -19,73 +16,6 @@ class StoreError(ValueError):
     what to do."""
 
 
-@dataclass(frozen=True)
-class Variable:
-    """A result variable: its dims, ``units`` and ``long_name`` attributes and dtype."""
-
-    dims: tuple[str, ...]
-    units: str
-    long_name: str
-    dtype: str = "float64"
-    missing: str = ""
-    """When the variable holds NaN for a cell that is done, and why (the ``missing`` attribute)."""
-    timed: bool = False
-    """A clock reading, or a ratio of them, taken by the sweep's timing policy: its
-    ``warmup`` attribute says how the timed calls were warmed up (``pipeline.sweep.timing``)."""
-
-
-def status_variables(dims: tuple[str, ...]) -> dict[str, Variable]:
-    """Every sweep's status of a cell, over ``dims``; ``done`` last, so a flush writes it last."""
-    return {
-        "failed": Variable(dims, "1", "the cell failed after every retry", "bool"),
-        "error": Variable(dims, "1", "error message of a failed cell", "str"),
-        "done": Variable(dims, "1", "the cell finished and its results are stored", "bool"),
-    }
-
-
-@dataclass(frozen=True)
-class Schema:
-    """What the store of one sweep kind holds.
-
-    A cell is one point of ``dims``; every variable's dims start with them (in that order)
-    and may add dims of its own (``t``, ``epoch``, ``p``). The store is chunked by the first
-    two dims. Where a grid is not a full product, the boolean ``in_grid`` over
-    ``in_grid_dims`` marks which cells exist.
-    """
-
-    name: str
-    """The store's ``kind`` attribute (``DEFAULT_KIND``'s stores carry none)."""
-    dims: tuple[str, ...]
-    variables: dict[str, Variable]
-    """Every variable written cell by cell; ``done`` is last."""
-    coordinates: dict[str, str] = field(default_factory=dict)
-    """``long_name`` of each coordinate that has one."""
-    in_grid_dims: tuple[str, ...] = ()
-    in_grid_name: str = ""
-    """``long_name`` of ``in_grid``."""
-
-
 def kind_of(attrs: dict) -> str:
     """The sweep kind that wrote a store with these attributes."""
     return attrs.get("kind", DEFAULT_KIND)
-
-
-def finite_median(array) -> float:
-    """The median of the finite values (NaN marks cells not done); NaN if there are none."""
-    values = np.asarray(array, dtype=float)
-    values = values[np.isfinite(values)]
-    return float(np.median(values)) if values.size else float("nan")
-
-
-def shown(value: float, spec: str) -> str:
-    """``value`` formatted by ``spec`` (``".4f"``); ``-`` where it is NaN: never measured (a
-    mode without prediction, no exact reference, no cell done), never printed as ``nan``."""
-    return format(value, spec) if np.isfinite(value) else "-"
-
-
-def text_table(header: list[str], rows: list[list[str]]) -> str:
-    """Right-aligned columns, two spaces apart, for a terminal."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join(lines)

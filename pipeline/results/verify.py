@@ -21,9 +21,10 @@ import numpy as np
 import zarr
 from zarr.core.metadata import ArrayV3Metadata
 
+from pipeline.kinds import KINDS
+from pipeline.kinds.base import Schema
 from pipeline.results import manifest
-from pipeline.results.base import Schema, kind_of
-from pipeline.results.kinds import KINDS
+from pipeline.results.base import kind_of
 from pipeline.results.manifest import MANIFEST, file_problem
 from pipeline.results.paths import (
     METADATA,

@@ -17,8 +17,8 @@ from pathlib import Path
 from distributed.system import MEMORY_LIMIT
 
 from pipeline.results import Schema
-from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds.base import Grid
+from pipeline.sweep.config.errors import ConfigError
+from pipeline.sweep.kind import Grid
 
 ITEM_BYTES = {"float64": 8, "bool": 1, "str": 8}
 """Bytes a value of each variable dtype takes in the mirror (a string: its reference)."""

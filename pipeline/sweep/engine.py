@@ -19,8 +19,8 @@ from typing import NamedTuple
 import xarray as xr
 from distributed import Client, as_completed, performance_report
 
+from pipeline.kinds.base import Schema
 from pipeline.results import open_results
-from pipeline.sweep import kinds
 from pipeline.sweep.bounds import check_bounds, check_room
 from pipeline.sweep.cluster import (
     WorkerWatch,
@@ -29,9 +29,9 @@ from pipeline.sweep.cluster import (
     running_worker_memory,
     worker_memory,
 )
-from pipeline.sweep.config import check_writable, compose
+from pipeline.sweep.config import check_writable, compose, validate
 from pipeline.sweep.failures import CellError, Failure, Failures, describe, transient
-from pipeline.sweep.kinds.base import Grid, SweepKind
+from pipeline.sweep.kind import Grid, SweepKind
 from pipeline.sweep.lock import StoreLock, check_unlocked
 from pipeline.sweep.logs import CELLS, to_the_log_file
 from pipeline.sweep.progress import Progress, Stages, follow
@@ -105,7 +105,7 @@ def _gather(client, futures: dict, store: ResultStore, progress: Progress, faile
                         _fail(store, failed, Failure(cell_result.message, rerun=False), [cell])
                         progress.advance(failed=1)
                         continue
-                    store.record(cell, cell_result)
+                    store.record(cell, _values(cell_result, store.schema))
                     progress.advance(finished=1)
             for future in batch:
                 if future in futures and future.status in RECOMPUTED:
@@ -135,6 +135,17 @@ def _gather(client, futures: dict, store: ResultStore, progress: Progress, faile
             progress.close()
 
 
+def _values(record, schema: Schema) -> dict[str, object]:
+    """What a cell's task returned, its kind's ``Record``, as the store records it; a
+    ``TypeError`` for anything else (a kind's error, not the user's)."""
+    if not isinstance(record, schema.record):
+        raise TypeError(
+            f"a cell of the {schema.name} kind returned a {type(record).__name__}; its tasks "
+            f"return a {schema.record.__name__} (pipeline.kinds.base.Record)"
+        )
+    return record.values()
+
+
 def _fail(store: ResultStore, failed: Failures, failure: Failure, cells: list) -> None:
     """Record that ``cells`` failed, and why: in the store, the failures, the log file."""
     failed.add(failure, cells)
@@ -153,7 +164,7 @@ def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, G
     stage = Stages()
     try:
         stage("checking the config")
-        kind = kinds.validate(cfg)
+        kind = validate(cfg)
         grid = kind.grid(cfg)
         check_bounds(kind.SCHEMA, grid, max_cells=cfg.max_cells)
         if own_cluster:

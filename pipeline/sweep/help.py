@@ -9,6 +9,7 @@ import textwrap
 from pipeline.sweep.config.compose import user_configs
 from pipeline.sweep.config.reference import experiments, keys
 from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
+from pipeline.sweep.kind import installed
 
 MOST_USED = (
     "grid.families",
@@ -46,8 +47,6 @@ def _entry(name: str, text: str, width: int) -> list[str]:
 
 def _kind_lines(width: int) -> list[str]:
     """``kind=NAME``: every installed kind, wrapped under the key."""
-    from pipeline.sweep.kinds import installed  # the kinds' modules import the config
-
     names = ", ".join(
         f"{name} ({kind.SECTION}.*)" if kind.SECTION else f"{name} (grid.*, the default)"
         for name, kind in installed().items()

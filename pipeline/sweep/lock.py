@@ -25,7 +25,7 @@ import platform
 import stat
 from pathlib import Path
 
-from pipeline.sweep.config import ConfigError
+from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.provenance import now
 
 

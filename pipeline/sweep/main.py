@@ -21,13 +21,14 @@ from hydra.types import RunMode
 
 from pipeline.results import open_results
 from pipeline.sweep.backends import NoWorkers
-from pipeline.sweep.config import ConfigError, compose, register, replaceable
+from pipeline.sweep.config import compose, register, replaceable
 from pipeline.sweep.config.compose import (
     CONFIG_DIR,
     VERSION_BASE,
     compose_with_hydra,
     sweep_jobs,
 )
+from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.engine import default_store, prepare, sweep
 from pipeline.sweep.help import text as help_text
 from pipeline.sweep.provenance import shown_config

@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 from omegaconf import OmegaConf
 
-from pipeline.sweep.config import ConfigError, as_dict, compose
+from pipeline.sweep.config import as_dict, compose
 from pipeline.sweep.config.compose import compose_with_hydra
+from pipeline.sweep.config.errors import ConfigError
 
 PACKAGES = (
     "topp-pipeline",

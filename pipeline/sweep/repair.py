@@ -21,8 +21,8 @@ from pipeline.results import Schema, manifest
 from pipeline.results.durable import sync_all, write_durably
 from pipeline.results.paths import arrays
 from pipeline.results.verify import Chunk
-from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds.base import Grid
+from pipeline.sweep.config.errors import ConfigError
+from pipeline.sweep.kind import Grid
 
 log = logging.getLogger("pipeline.sweep")
 

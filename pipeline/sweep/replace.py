@@ -39,7 +39,7 @@ from pipeline.results.durable import sync
 from pipeline.results.manifest import file_problem
 from pipeline.results.paths import attributes
 from pipeline.results.verify import finished
-from pipeline.sweep.config import ConfigError
+from pipeline.sweep.config.errors import ConfigError
 
 log = logging.getLogger("pipeline.sweep")
 

@@ -18,7 +18,11 @@ cells again; metadata that cannot be read (an array's, the root's) is rebuilt fr
 and an array that is missing is rebuilt empty, its cells computed again. A full disk stops
 the sweep with one line (``ConfigError``), keeping what reached the disk.
 
-Read it with plain xarray: ``xr.open_zarr(path)``.
+Read it with plain xarray: ``xr.open_zarr(path)``. What a new store holds is
+``pipeline.sweep.layout``'s. This module is longer than most (about 430 lines) because it is
+one class and the checks its ``check`` makes: every write of a store's life (create, grow,
+resume, flush) in one place, where the order of those writes, on which a kill's safety
+rests, is read whole.
 """
 
 from __future__ import annotations
@@ -36,77 +40,17 @@ from typing import cast
 import numpy as np
 import xarray as xr
 import zarr
-from zarr.codecs import Crc32cCodec, ZstdCodec
 
-from pipeline.results import FORMAT, Found, Schema, Variable, damage, found, manifest
+from pipeline.results import Found, Schema, Variable, damage, found, manifest
 from pipeline.results.durable import DurableStore, is_temporary, sync_tree, write_atomically
 from pipeline.results.paths import identity, problem, root_problem
 from pipeline.results.verify import finished, structure
 from pipeline.sweep import repair, replace
-from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds.base import Grid
-from pipeline.sweep.timing import WARMUP
+from pipeline.sweep.config.errors import ConfigError
+from pipeline.sweep.kind import Grid
+from pipeline.sweep.layout import FILL, identify, template
 
-_FILL = {"float64": np.nan, "bool": False, "str": ""}
-COMPRESSORS = (ZstdCodec(level=0, checksum=False), Crc32cCodec())
-"""Every array's chunks: zstd as zarr's default, then a CRC32C checksum of the stored bytes."""
 log = logging.getLogger("pipeline.sweep")
-
-
-def empty_variables(
-    variables: dict[str, Variable], coords: dict[str, np.ndarray]
-) -> tuple[dict[str, xr.Variable], dict]:
-    """Every variable filled with its missing value (NaN, False, ""), with ``units``,
-    ``long_name``, ``missing`` and (a timed one) ``warmup`` attributes, and its zarr
-    encoding: one chunk per pair of the first two dims."""
-    data, encoding = {}, {}
-    for name, variable in variables.items():
-        shape = tuple(coords[d].size for d in variable.dims)
-        dtype = object if variable.dtype == "str" else variable.dtype
-        attributes = {"units": variable.units, "long_name": variable.long_name}
-        if variable.missing:
-            attributes["missing"] = variable.missing
-        if variable.timed:
-            attributes["warmup"] = WARMUP
-        data[name] = xr.Variable(
-            variable.dims, np.full(shape, _FILL[variable.dtype], dtype), attributes
-        )
-        encoding[name] = {"chunks": (1, 1, *shape[2:]), "compressors": COMPRESSORS}
-    return data, encoding
-
-
-def template(schema: Schema, grid: Grid, attrs: dict) -> tuple[xr.Dataset, dict]:
-    """The empty Dataset of a sweep of ``schema``'s kind over ``grid``, and its encoding:
-    every variable over ``grid.coords()``, ``in_grid`` where the schema has it, each
-    coordinate's ``long_name``, and the attributes ``grid`` (the fingerprint), ``format``
-    and ``kind`` (read as the default kind where a store from before has none); ``done``
-    keeps the fingerprint too (``_identify``)."""
-    coords = grid.coords()
-    data_vars, encoding = empty_variables(schema.variables, coords)
-    if schema.in_grid_dims:
-        data_vars["in_grid"] = xr.Variable(
-            schema.in_grid_dims,
-            grid.in_grid(schema.in_grid_dims),
-            {"units": "1", "long_name": schema.in_grid_name},
-        )
-    dataset = xr.Dataset(
-        data_vars,
-        coords=coords,
-        attrs={**attrs, "grid": grid.fingerprint(), "format": FORMAT, "kind": schema.name},
-    )
-    for name, text in {**schema.coordinates, **grid.long_names()}.items():
-        dataset[name].attrs.update(units="1", long_name=text)
-    for variable in dataset.variables:
-        encoding.setdefault(variable, {"compressors": COMPRESSORS})
-    return _identify(dataset, grid), encoding
-
-
-def _identify(dataset: xr.Dataset, grid: Grid) -> xr.Dataset:
-    """``dataset`` with the grid's fingerprint in its ``done`` array's attributes too: a
-    store whose root metadata is lost keeps its identity there
-    (``pipeline.results.paths.identity``)."""
-    dataset["done"].attrs["grid"] = grid.fingerprint()
-    return dataset
 
 
 def _consolidate(store) -> None:
@@ -309,10 +253,10 @@ class ResultStore:
         new, _ = template(schema, grid, kept)
         for name, variable in schema.variables.items():
             placed = old[name].reindex(
-                {dim: new[dim].values for dim in variable.dims}, fill_value=_FILL[variable.dtype]
+                {dim: new[dim].values for dim in variable.dims}, fill_value=FILL[variable.dtype]
             )
             new[name] = placed.astype(new[name].dtype)
-        _identify(new, grid)
+        identify(new, grid)
         log.info("%s: grown to the grid of this run, its %d cells kept", path, int(old.done.sum()))
         cls._create(path, schema, grid, kept, values=new)
 

@@ -5,8 +5,8 @@ sweep's keys, and a path that is no store is refused in one line that speaks of 
 import pytest
 
 from pipeline.analyze import main
-from pipeline.results.methods import SCHEMA
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.results import SCHEMA
 from pipeline.sweep.store import ResultStore
 
 from sweeping import composed

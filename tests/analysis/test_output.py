@@ -3,23 +3,23 @@ read-only folder, ``/proc``), the default folder beside a store on a read-only m
 write that fails after the check each end in one line with exit status 2; reading a store on
 a read-only mount (``--verify``, ``--out`` elsewhere) works.
 
-Read-only folders are real read-only mounts (a tmpfs, ``mount``: root only, skipped
-elsewhere): root writes into a folder whatever its mode.
+Read-only folders are real read-only mounts (a tmpfs in a mount namespace of its own,
+``sweeping.tmpfs``, which needs root or unprivileged user namespaces): root writes into a
+folder whatever its mode.
 """
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pipeline.analyze import main
-from pipeline.results.methods import SCHEMA
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.results import SCHEMA
 from pipeline.sweep.store import ResultStore
 
-from sweeping import composed
+from sweeping import composed, tmpfs
 
 WRITABLE = "allowed: a folder this user can write (made if missing)"
 READ_ONLY = "refuses new files (Read-only file system)"
@@ -39,60 +39,46 @@ def store(tmp_path_factory) -> Path:
     return path
 
 
-def _mount(folder: Path, *options: str) -> None:
-    folder.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", ",".join(("size=4m", *options)), "tmpfs", str(folder)],
-        capture_output=True,
-    )
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.decode().strip()}")
-
-
 @pytest.fixture
 def disk(tmp_path):
-    """A writable tmpfs of 4 MiB, unmounted after (``_read_only`` remounts it read-only)."""
-    folder = tmp_path / "disk"
-    _mount(folder)
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
+    """A writable tmpfs of 4 MiB (``sweeping.Tmpfs``: ``remount("ro")`` makes it read-only)."""
+    with tmpfs(tmp_path / "disk") as mounted:
+        yield mounted
 
 
-def _read_only(folder: Path) -> None:
-    subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+# Each case: the --out, why it cannot be written, and the folder it would be made in.
 
 
-def _a_file(tmp_path, request) -> tuple[Path, str]:
+def _a_file(tmp_path, request) -> tuple[Path, str, Path]:
     out = tmp_path / "notes.txt"
     out.write_text("mine")
-    return out, "it is a file, not a folder"
+    return out, "it is a file, not a folder", tmp_path
 
 
-def _below_a_file(tmp_path, request) -> tuple[Path, str]:
+def _below_a_file(tmp_path, request) -> tuple[Path, str, Path]:
     (tmp_path / "notes.txt").write_text("mine")
-    return tmp_path / "notes.txt" / "report", f"{tmp_path / 'notes.txt'} is a file, not a folder"
+    notes = tmp_path / "notes.txt"
+    return notes / "report", f"{notes} is a file, not a folder", tmp_path
 
 
-def _read_only_folder(tmp_path, request) -> tuple[Path, str]:
-    folder = request.getfixturevalue("disk")
-    _read_only(folder)
-    return folder, f"{folder} {READ_ONLY}"
+def _read_only_folder(tmp_path, request) -> tuple[Path, str, Path]:
+    disk = request.getfixturevalue("disk")
+    disk.remount("ro")
+    return disk.path, f"{disk.path} {READ_ONLY}", disk.path
 
 
-def _below_a_read_only_folder(tmp_path, request) -> tuple[Path, str]:
-    folder = request.getfixturevalue("disk")
-    _read_only(folder)
-    return folder / "new" / "report", f"{folder} {READ_ONLY}"
+def _below_a_read_only_folder(tmp_path, request) -> tuple[Path, str, Path]:
+    disk = request.getfixturevalue("disk")
+    disk.remount("ro")
+    return disk.path / "new" / "report", f"{disk.path} {READ_ONLY}", disk.path
 
 
-def _proc(tmp_path, request) -> tuple[Path, str]:
-    return Path("/proc"), "/proc refuses new files (No such file or directory)"
+def _proc(tmp_path, request) -> tuple[Path, str, Path]:
+    return Path("/proc"), "/proc refuses new files (No such file or directory)", tmp_path
 
 
-def _below_proc(tmp_path, request) -> tuple[Path, str]:
-    return Path("/proc/report"), "/proc refuses new files (No such file or directory)"
+def _below_proc(tmp_path, request) -> tuple[Path, str, Path]:
+    return Path("/proc/report"), "/proc refuses new files (No such file or directory)", tmp_path
 
 
 @pytest.mark.parametrize(
@@ -103,13 +89,13 @@ def _below_proc(tmp_path, request) -> tuple[Path, str]:
 def test_an_out_that_cannot_be_written_is_refused_in_one_line(
     unusable, store, tmp_path, request, capsys
 ):
-    out, why = unusable(tmp_path, request)
-    before = sorted(tmp_path.rglob("*"))
+    out, why, within = unusable(tmp_path, request)
+    before = sorted(tmp_path.rglob("*")) + sorted(within.rglob("*"))
     assert main([str(store), "--out", str(out)]) == 2
     assert capsys.readouterr().err == (
         f"error: --out: cannot write the report in {out}: {why}; {WRITABLE}\n"
     )
-    assert sorted(tmp_path.rglob("*")) == before  # nothing made
+    assert sorted(tmp_path.rglob("*")) + sorted(within.rglob("*")) == before  # nothing made
 
 
 def test_the_out_folder_is_checked_before_the_store_is_read(store, tmp_path, capsys):
@@ -127,10 +113,10 @@ def test_the_out_folder_is_checked_before_the_store_is_read(store, tmp_path, cap
 def test_a_write_that_fails_after_the_check_ends_in_one_line(store, disk, capsys):
     """The check passes (a full tmpfs still takes an empty file), the first figure does not
     fit: what a folder that changed since the check gives."""
-    filler = disk / "filler"
+    filler = disk.path / "filler"
     with filler.open("wb") as file, pytest.raises(OSError, match="No space left"):
         file.write(bytes(8 << 20))
-    out = disk / "report"
+    out = disk.path / "report"
     assert main([str(store), "--out", str(out)]) == 2
     assert capsys.readouterr().err == (
         f"error: --out: cannot write the report in {out}: No space left on device; {WRITABLE}\n"
@@ -141,12 +127,13 @@ def test_a_write_that_fails_after_the_check_ends_in_one_line(store, disk, capsys
 def test_a_store_on_a_read_only_mount_is_read_and_its_report_goes_elsewhere(
     store, disk, tmp_path, capsys
 ):
-    shutil.copytree(store, disk / "s.zarr")
-    _read_only(disk)
-    on_disk = disk / "s.zarr"
+    folder = disk.path
+    shutil.copytree(store, folder / "s.zarr")
+    disk.remount("ro")
+    on_disk = folder / "s.zarr"
     assert main([str(on_disk)]) == 2
     assert capsys.readouterr().err == (
-        f"error: cannot write the report beside the store, in {disk / 's_report'}: {disk} "
+        f"error: cannot write the report beside the store, in {folder / 's_report'}: {folder} "
         f"{READ_ONLY}; give --out <a writable folder>\n"
     )
     assert main(["--verify", str(on_disk)]) == 0

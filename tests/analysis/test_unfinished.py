@@ -6,10 +6,10 @@ from matplotlib.image import imread
 
 from pipeline.analysis import analyze
 from pipeline.analyze import main
+from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.results import SCHEMA
 from pipeline.results import damage
-from pipeline.results.methods import SCHEMA
 from pipeline.sweep import run
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import ResultStore
 
 from sweeping import TINY, composed

@@ -17,7 +17,7 @@ import pytest
 import xarray as xr
 import yaml
 
-from pipeline.results.methods import MEASURED
+from pipeline.kinds.methods.results import MEASURED
 
 from helpers import assert_same_values
 

@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 SLURM_PACKAGES = ("munge", "slurmctld", "slurmd", "slurm-client", "slurm-wlm-torque")
 SSH_PACKAGES = ("openssh-server",)
 
@@ -321,7 +323,32 @@ class Sshd:
         """``address:port`` of the TCP sockets sshd listens on."""
         return self._services.listening()
 
+    def sessions(self) -> list[psutil.Process]:
+        """The processes started through this sshd's logins, still running: each carries
+        ``SSH_CONNECTION`` naming this port. A login's processes outlive it when its client
+        dies (a killed sweep's SSH scheduler and workers): sshd does not stop them."""
+        found = []
+        for process in psutil.process_iter():
+            try:
+                connection = process.environ().get("SSH_CONNECTION", "").split()
+            except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+                continue
+            if len(connection) == 4 and connection[3] == str(self.port):
+                found.append(process)
+        return found
+
+    def end_sessions(self) -> None:
+        """Kill what ``sessions`` finds and wait for it."""
+        found = self.sessions()
+        for process in found:
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(found, timeout=10)
+
     def stop(self) -> None:
+        self.end_sessions()
         self._services.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 

@@ -1,8 +1,10 @@
 """The sweep on distributed's SSHCluster through a real sshd on 127.0.0.1."""
 
+import asyncio
 import re
 import time
 
+import asyncssh
 import psutil
 import xarray as xr
 from conftest import (
@@ -68,3 +70,15 @@ def test_a_killed_ssh_worker_costs_only_its_cells(sshd, smoke, tmp_path):
             kill_group(run)
     assert run.returncode == 0, err
     assert_same_results(tmp_path / "r.zarr", smoke[0], rtol=1e-13)
+
+
+def test_what_a_dead_client_left_running_through_sshd_is_found_and_ended(sshd):
+    async def leave_running() -> None:
+        async with asyncssh.connect("127.0.0.1", **sshd.connect_options) as connection:
+            # Detached from the login, like a killed sweep's SSH scheduler and workers.
+            await connection.run("setsid sleep 300 >/dev/null 2>&1 < /dev/null &", check=True)
+
+    asyncio.run(leave_running())
+    wait_for(lambda: any("sleep" in p.name() for p in sshd.sessions()), 10, "the sleep")
+    sshd.end_sessions()
+    assert not sshd.sessions()

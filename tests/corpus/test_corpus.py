@@ -236,3 +236,23 @@ def test_a_damaged_cache_is_named_with_how_to_fix_it(tmp_path, monkeypatch, dama
     problem = check_overrides(["kind=training", "training.corpus=austen", f"store={store}"])
     assert re.fullmatch(rf"training\.corpus: {expected}", problem), problem
     assert damaged.read_bytes() == kept and not store.exists()
+
+
+def test_a_package_archive_writes_only_its_files_and_folders_inside_the_target(tmp_path):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name in ("./usr/lib/kept.txt", "../escaped.txt", "/absolute.txt"):
+            member = tarfile.TarInfo(name)
+            member.size = 4
+            archive.addfile(member, io.BytesIO(b"data"))
+        link = tarfile.TarInfo("./usr/lib/link")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        archive.addfile(link)
+    buffer.seek(0)
+    target = tmp_path / "target"
+    target.mkdir()
+    with tarfile.open(fileobj=buffer) as archive:
+        austen._extract_files(archive, target)
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert written == ["target", "target/usr", "target/usr/lib", "target/usr/lib/kept.txt"]
+    assert (target / "usr/lib/kept.txt").read_bytes() == b"data"

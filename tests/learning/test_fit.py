@@ -37,10 +37,13 @@ def _hmmlearn_steps(reference, X, lengths, iterations: int):
         yield reference.monitor_.history[0]
 
 
-def _categorical_reference(hmm: HMM, n_iter: int = 1, tol: float = 1e-2) -> CategoricalHMM:
+def _categorical_reference(
+    hmm: HMM, n_iter: int = 1, tol: float = 1e-2, pseudocount: float = 0.0
+) -> CategoricalHMM:
     reference = CategoricalHMM(
         n_components=hmm.n_states,
         n_features=hmm.n_observations,
+        emissionprob_prior=1.0 + pseudocount,
         params="ste",
         init_params="",
         n_iter=n_iter,
@@ -53,13 +56,14 @@ def _categorical_reference(hmm: HMM, n_iter: int = 1, tol: float = 1e-2) -> Cate
     return reference
 
 
-def test_exact_em_equals_hmmlearn_categorical_iteration_by_iteration():
+@pytest.mark.parametrize("pseudocount", [0.0, 0.5])
+def test_exact_em_equals_hmmlearn_categorical_iteration_by_iteration(pseudocount):
     start = random_hmm(1, 4, 5)
     sequences = _symbols(2, RAGGED, 5)
-    reference = _categorical_reference(start)
+    reference = _categorical_reference(start, pseudocount=pseudocount)
     X = np.concatenate(sequences)[:, None]
     for k, log_likelihood in enumerate(_hmmlearn_steps(reference, X, RAGGED, 8), start=1):
-        ours = fit(start, sequences, iterations=k, tolerance=0.0)
+        ours = fit(start, sequences, iterations=k, tolerance=0.0, pseudocount=pseudocount)
         assert ours.history.log_likelihood.size == k and not ours.history.converged
         np.testing.assert_allclose(
             ours.history.log_likelihood[-1], log_likelihood, rtol=0, atol=1e-8
@@ -270,6 +274,28 @@ def test_the_entries_an_approximation_did_not_keep_hold_their_values():
     np.testing.assert_allclose(fitted.hmm.transition.sum(axis=1), 1.0, atol=1e-12)
 
 
+def test_a_pseudocount_keeps_unseen_symbols_possible_and_held_entries_held():
+    start = random_hmm(23, 4, 6)
+    sequences = [np.array([0, 1, 2, 1]), np.array([2, 0, 0])]  # symbols 3..5 never seen
+    held = [np.array([3, 4, 5])]
+    plain = fit(start, sequences, iterations=3, tolerance=0.0, held_out=held)
+    assert (plain.hmm.emission[:, 3:] == 0).all() and plain.history.held_out[-1] == -np.inf
+    smoothed = fit(start, sequences, iterations=3, tolerance=0.0, held_out=held, pseudocount=0.1)
+    assert (smoothed.hmm.emission[:, 3:] > 0).all() and np.isfinite(smoothed.history.held_out).all()
+    one = fit(start, sequences, iterations=1, approximation="topk", setting=4, pseudocount=0.1)
+    E, new = toarray(start.emission), toarray(one.hmm.emission)
+    unseen_kept = 0
+    for i in range(4):  # top-4 of 6 symbols kept, each learnt with its pseudocount
+        kept = np.argsort(-E[i], kind="stable")[:4]
+        dropped = np.setdiff1d(np.arange(6), kept)
+        np.testing.assert_array_equal(new[i, dropped], E[i, dropped])
+        unseen = np.intersect1d(kept, [3, 4, 5])
+        assert (new[i, unseen] > 0).all()  # zero without the pseudocount
+        unseen_kept += unseen.size
+    assert unseen_kept > 0
+    np.testing.assert_allclose(new.sum(axis=1), 1.0, atol=1e-12)
+
+
 def test_a_state_without_counts_keeps_its_rows():
     rng = np.random.default_rng(15)
     T = rng.dirichlet(np.ones(3), 3)
@@ -374,6 +400,11 @@ BAD = [
     ({"iterations": 2.5}, r"^iterations must be an integer >= 1, got 2\.5"),
     ({"tolerance": float("nan")}, r"^tolerance must be a number >= 0, got nan"),
     ({"tolerance": -1}, r"^tolerance must be a number >= 0, got -1"),
+    ({"pseudocount": -0.5}, r"^pseudocount must be a number >= 0, got -0\.5"),
+    (
+        {"emission": Categorical(np.full((3, 3), 1 / 3)), "pseudocount": 1},
+        r"^pseudocount=1 smooths the symbols of hmm\.emission.*allowed: pseudocount=0",
+    ),
     ({"setting": 0.9}, r"^setting=0\.9 is given without an approximation; allowed: .*topp"),
     (
         {"approximation": "nope", "setting": 1},

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from pipeline.inference import filtering, sample
+from pipeline.kinds.methods import plan, records
+from pipeline.kinds.methods.grid import Cell
 from pipeline.methods import BUILTIN, approximate, check_setting
 from pipeline.metrics import total_variation
 from pipeline.models import build_model
 from pipeline.operators import toarray
-from pipeline.sweep.kinds.methods import plan, tasks
-from pipeline.sweep.kinds.methods.grid import Cell
 from pipeline.sweep.timing import Timing
 
 from helpers import random_hmm
@@ -106,10 +106,10 @@ def test_every_stored_bound_holds_at_every_step(method, family, corpus):
         exact_max_states=None,
     )
     for seed in (0, 1):
-        spec = tasks.ModelSpec(family, n, seed, params)
+        spec = records.ModelSpec(family, n, seed, params)
         cells = [c for c in _cells(method, family, n) if c.seed == seed]
         for cell, result in zip(cells, plan.run_model(spec, cells, settings), strict=True):
-            values = result
+            values = result.values()
             tv = values["tv"]
             assert np.isfinite(tv).all(), cell
             for name in ("certificate", "bound", "bound_linear"):

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline.kinds.methods import results
+from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.models import file as file_family
-from pipeline.results import methods as results
 from pipeline.sweep.bounds import check_bounds, check_room, store_bytes
 from pipeline.sweep.config import ConfigError, compose, register
 from pipeline.sweep.engine import prepare
-from pipeline.sweep.kinds.methods import MethodsGrid
 from pipeline.sweep.main import check_overrides
 
 

@@ -16,8 +16,9 @@ import typing
 import pytest
 from omegaconf import ListConfig, OmegaConf
 
-from pipeline.results.kinds import KINDS
-from pipeline.results.methods import SCHEMA
+from pipeline.kinds import KINDS
+from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.results import SCHEMA
 from pipeline.sweep import run
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.cluster import connect
@@ -28,12 +29,11 @@ from pipeline.sweep.config import (
     compose,
     register,
     sweep_config,
+    validate,
 )
 from pipeline.sweep.config.clusters import cluster_file, load_clusters
 from pipeline.sweep.config.compose import USER_CONFIG, replaceable, user_configs
 from pipeline.sweep.config.validation import NAME_MARGIN
-from pipeline.sweep.kinds import validate
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.lock import lock_path
 from pipeline.sweep.main import check_overrides, main
 from pipeline.sweep.store import ResultStore
@@ -89,7 +89,8 @@ BAD = {
     ),
     "an_added_key": (
         ["+foo=1"],
-        "foo: unknown key; allowed: kind, grid, model, cluster, timing, store, overwrite",
+        "foo: unknown key; allowed: kind, cluster, store, overwrite, performance_report, retries, "
+        "max_cells, flush_seconds, progress_seconds, grid, model, timing",
     ),
     "an_added_typo_of_a_key": (
         ["+grid.seed=[1,2]"],

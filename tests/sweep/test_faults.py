@@ -12,8 +12,8 @@ import pytest
 import xarray as xr
 from distributed import Client
 
+from pipeline.kinds.methods.results import MEASURED
 from pipeline.results import damage
-from pipeline.results.methods import MEASURED
 from pipeline.sweep import run
 
 from helpers import assert_same_values, readme_blocks

@@ -4,7 +4,7 @@ a grid that changes what a stored cell means is refused in one line naming the k
 
 import numpy as np
 
-from pipeline.results.methods import MEASURED
+from pipeline.kinds.methods.results import MEASURED
 from pipeline.sweep import run
 from pipeline.sweep.config import register
 from pipeline.sweep.main import check_overrides

@@ -7,10 +7,11 @@ import itertools
 import pytest
 from omegaconf import OmegaConf, open_dict
 
-from pipeline.results.methods import SCHEMA
-from pipeline.sweep.config import compose, register
-from pipeline.sweep.kinds import installed, validate
-from pipeline.sweep.kinds.methods import MethodsGrid
+from pipeline.kinds import BUILTIN
+from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.results import SCHEMA
+from pipeline.sweep.config import compose, register, validate
+from pipeline.sweep.kind import installed, unread_keys
 from pipeline.sweep.main import check_overrides
 from pipeline.sweep.store import ResultStore
 
@@ -43,9 +44,15 @@ EXPERIMENTS = {
     "training": ["experiment=lm_smoke", "training.parameterisations=[softmax,kernel_4]"],
     "coupled": ["experiment=coupled_smoke"],
     "kernel_features": ["experiment=kernel_features"],
+    "learning": ["experiment=learning_smoke"],
 }
 """An experiment of each built-in kind, whose every key is perturbed in turn (the training
 one without a banded kernel, whose states cannot be split: training.grow)."""
+
+
+def test_every_built_in_kind_has_an_experiment_to_perturb():
+    assert set(EXPERIMENTS) == set(BUILTIN)
+
 
 OTHER_VALUES = {
     "model.lm.corpus": ["/nonexistent/corpus.txt"],
@@ -96,14 +103,15 @@ def alternatives(key: str, value, others: dict) -> list:
 @pytest.mark.parametrize("kind", sorted(EXPERIMENTS))
 def test_every_key_changes_the_identity_or_says_why_it_changes_no_value(kind, tmp_path):
     """Each leaf of a kind's config, changed to another valid value, changes the grid's
-    identity, unless the grid's ``value_free()`` names it (or its section) with a reason; and
+    identity, unless the grid's ``value_free()`` names it (or its section) with a reason, or
+    it is another kind's (``unread_keys``); and
     no key so named changes the identity."""
     cfg = compose(EXPERIMENTS[kind])[0]
     with open_dict(cfg):
         cfg.pop("hydra", None)
     sweep = validate(cfg)
     grid = sweep.grid(cfg)
-    free = grid.value_free()
+    free = grid.value_free() | unread_keys(cfg.kind)
     assert all(reason for reason in free.values())
     identity = grid.identity()
     words = " ".join(map("".join, itertools.product("bdfgklmnpt", "aeiou", "lmnrst")))

@@ -6,9 +6,10 @@ import time
 
 import numpy as np
 
-from pipeline.sweep.kinds import training, validate
-from pipeline.sweep.kinds.training.grid import TrainingCell
-from pipeline.sweep.kinds.training.tasks import train_cell
+from pipeline.kinds.training import sweep as training
+from pipeline.kinds.training.grid import TrainingCell
+from pipeline.kinds.training.tasks import train_cell
+from pipeline.sweep.config import validate
 from pipeline.sweep.progress import Progress, follow
 
 from helpers import corpus_folder
@@ -81,14 +82,14 @@ def test_a_training_cell_on_a_worker_reports_each_epochs_validation_perplexity(c
     with follow(client, progress):
         values = client.submit(train_cell, TrainingCell(8, "kernel_2", 0), settings).result()
         deadline = time.monotonic() + 30  # events travel worker -> scheduler -> client
-        while len(progress.said) < values["epochs"] and time.monotonic() < deadline:
+        while len(progress.said) < values.epochs and time.monotonic() < deadline:
             time.sleep(0.05)
     cells = {cell for cell, _ in progress.said}
     assert cells == {"kernel_2 n=8 seed 0"}
     said = [
         re.fullmatch(r"epoch (\d)/3, validation perplexity ([\d.]+)", t) for _, t in progress.said
     ]
-    assert [int(m[1]) for m in said] == list(range(1, values["epochs"] + 1))
+    assert [int(m[1]) for m in said] == list(range(1, values.epochs + 1))
     np.testing.assert_allclose(
-        [float(m[2]) for m in said], values["perplexity"][1 : values["epochs"] + 1], rtol=1e-4
+        [float(m[2]) for m in said], values.perplexity[1 : values.epochs + 1], rtol=1e-4
     )

@@ -32,15 +32,15 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pipeline.analyze import main
+from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.results import SCHEMA
 from pipeline.results import Found, damage, found, manifest
-from pipeline.results.methods import SCHEMA
 from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import ResultStore
 
 from helpers import assert_same_values
-from sweeping import TINY, composed
+from sweeping import TINY, composed, tmpfs
 
 CAMPAIGN_SCALE = settings().max_examples
 """The loaded Hypothesis profile's examples (60 in 'ci', the default; 300 in 'dev'): the random
@@ -424,18 +424,9 @@ def test_what_killed_creators_left_is_removed_only_when_it_holds_no_finished_cel
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A tmpfs of 4 MiB (``mount``, so root only: skipped elsewhere), unmounted after."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], capture_output=True
-    )
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.decode().strip()}")
-    try:
+    """A tmpfs of 4 MiB (``sweeping.Tmpfs``), unmounted after."""
+    with tmpfs(tmp_path / "disk") as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)
 
 
 def _used_kib(disk: Path) -> int:
@@ -443,12 +434,8 @@ def _used_kib(disk: Path) -> int:
     return (stat.f_blocks - stat.f_bfree) * stat.f_frsize // 1024
 
 
-def _resize(disk: Path, kib: int) -> None:
-    subprocess.run(["mount", "-o", f"remount,size={kib}k", str(disk)], check=True)
-
-
 def test_a_full_disk_stops_a_flush_in_one_line_and_keeps_what_reached_it(small_disk):
-    path = small_disk / "r.zarr"
+    path = small_disk.path / "r.zarr"
     grid = MethodsGrid.from_config(composed("grid.families=[bell]"))
     cells = grid.cells()
     first = [cell for cell in cells if grid.index(cell)[:2] == (0, 0)]
@@ -456,7 +443,7 @@ def test_a_full_disk_stops_a_flush_in_one_line_and_keeps_what_reached_it(small_d
     for cell in first:
         store.record(cell, {"gamma": 0.5})
     store.flush()
-    _resize(small_disk, _used_kib(small_disk) + 48)  # less than the next chunks need
+    small_disk.remount(f"size={_used_kib(small_disk.path) + 48}k")  # less than the next chunks need
     for cell in cells[len(first) :]:
         store.record(cell, {"gamma": 0.25})
     with pytest.raises(ConfigError) as full:
@@ -469,16 +456,16 @@ def test_a_full_disk_stops_a_flush_in_one_line_and_keeps_what_reached_it(small_d
     kept = xr.open_zarr(path).load()
     assert int(kept.done.sum()) == len(first)
     assert float(kept.gamma.sel(family="bell", n_states=20).max()) == 0.5
-    _resize(small_disk, 4096)
+    small_disk.remount("size=4096k")
     store.flush()  # space again: what did not fit is written
     assert int(xr.open_zarr(path).done.sum()) == len(cells) and not damage(path)
 
 
 def test_a_sweep_on_a_full_disk_ends_in_one_line(small_disk, client):
-    store = small_disk / "r.zarr"
+    store = small_disk.path / "r.zarr"
     grid = MethodsGrid.from_config(composed("grid.families=[bell]"))
     ResultStore.open(store, SCHEMA, grid, {})  # how much a new store takes
-    _resize(small_disk, _used_kib(small_disk) + 100)  # less than a flush needs
+    small_disk.remount(f"size={_used_kib(small_disk.path) + 100}k")  # less than a flush needs
     shutil.rmtree(store)
     with pytest.raises(ConfigError, match=r"^store: .*: the disk is full \(No space left"):
         run([*TINY, "grid.families=[bell]", f"store={store}"], client=client)

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.results import MEASURED, SCHEMA
 from pipeline.results import Found, damage, found
-from pipeline.results.methods import MEASURED, SCHEMA
 from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.replace import KILL_AT, POINTS, beside, recover
 from pipeline.sweep.store import ResultStore
 

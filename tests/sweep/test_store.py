@@ -8,10 +8,10 @@ import pytest
 import xarray as xr
 import zarr
 
+from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.results import DIMS, SCHEMA, VARIABLES
 from pipeline.results import Found, StoreError, damage, damage_line, found, open_results
-from pipeline.results.methods import DIMS, SCHEMA, VARIABLES
 from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
 from pipeline.sweep.store import ResultStore
 
 from sweeping import composed

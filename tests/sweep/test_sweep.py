@@ -9,14 +9,14 @@ import pytest
 import xarray as xr
 
 from pipeline.inference import path_log_probability, predict, smoothing, viterbi
+from pipeline.kinds.methods.results import MEASURED
+from pipeline.kinds.methods.tasks import observations
 from pipeline.methods.topk import topk_hmm
 from pipeline.methods.topp import topp_hmm
 from pipeline.metrics import minimal_mixing_rate, sparsity, total_variation
 from pipeline.models import build_model
-from pipeline.results.methods import MEASURED
 from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError
-from pipeline.sweep.kinds.methods.tasks import observations
 
 from helpers import assert_same_values
 from sweeping import TINY, install, on_path, start_sweep, sweep

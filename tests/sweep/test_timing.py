@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from pipeline.results.methods import SCHEMA
+from pipeline.kinds.methods import records, tasks
+from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.results import SCHEMA
+from pipeline.kinds.methods.timed import timed_runs
 from pipeline.sweep import timing
-from pipeline.sweep.kinds.methods import tasks
-from pipeline.sweep.kinds.methods.grid import MethodsGrid
-from pipeline.sweep.kinds.methods.timed import timed_runs
 from pipeline.sweep.timing import Timing, blas_threads, clocked, once
 
 from sweeping import assert_warmup_attributes, composed
@@ -91,7 +91,7 @@ def test_the_smoke_grids_speedups_agree_with_warm_runs_and_say_they_were_warmed(
     far = []
     for family, seed, mode in itertools.product(grid.families, grid.seeds, ("smooth", "decode")):
         for n in grid.sizes[family]:
-            model = tasks.build(tasks.ModelSpec(family, n, seed, grid.params[family]))
+            model = tasks.build(records.ModelSpec(family, n, seed, grid.params[family]))
             built = [tasks.build_approximation(model, method=m, setting=s) for m, s in which]
             exact = tasks.reference(
                 model, mode=mode, horizon=grid.horizon, observe_every=grid.observe_every,

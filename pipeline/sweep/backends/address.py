@@ -13,7 +13,8 @@ from distributed import Client, Security
 from distributed.comm import connect as comm_connect
 
 from pipeline.sweep.backends.base import Backend, SecurityConfig, first_worker
-from pipeline.sweep.config.validation import ConfigError, choices, ranged
+from pipeline.sweep.config.errors import ConfigError
+from pipeline.sweep.config.validation import choices, ranged
 
 ANSWER_GRACE = 0.5
 """Seconds beyond ``cluster.timeout`` that something which accepted the connection at a

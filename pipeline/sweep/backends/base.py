@@ -22,7 +22,7 @@ from distributed.deploy import Cluster
 from omegaconf import OmegaConf
 from tornado.ioloop import PeriodicCallback
 
-from pipeline.sweep.config.validation import ConfigError
+from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.logs import WorkerLog
 
 MEMORY = "MEMORY"

@@ -19,7 +19,8 @@ from pipeline.sweep.backends.base import (
     optional_module,
     plain,
 )
-from pipeline.sweep.config.validation import ConfigError, choices, ranged
+from pipeline.sweep.config.errors import ConfigError
+from pipeline.sweep.config.validation import choices, ranged
 
 MAX_JOBS = 1000
 """The most batch jobs one sweep keeps: a batch system caps the jobs a user may queue

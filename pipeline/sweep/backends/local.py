@@ -15,7 +15,8 @@ from distributed.deploy.utils import nprocesses_nthreads
 from distributed.worker_memory import parse_memory_limit
 
 from pipeline.sweep.backends.base import Backend, SecurityConfig, dashboard
-from pipeline.sweep.config.validation import ConfigError, choices, ranged
+from pipeline.sweep.config.errors import ConfigError
+from pipeline.sweep.config.validation import choices, ranged
 
 log = logging.getLogger("pipeline.sweep")
 

@@ -13,7 +13,8 @@ from pipeline.sweep.backends.base import (
     optional_module,
     plain,
 )
-from pipeline.sweep.config.validation import ConfigError, choices, ranged
+from pipeline.sweep.config.errors import ConfigError
+from pipeline.sweep.config.validation import choices, ranged
 
 MAX_WORKERS_PER_HOST = 512
 """The most worker processes per host: each wants a core of its own, and the largest

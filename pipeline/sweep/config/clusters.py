@@ -15,8 +15,9 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
+from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.schema import SHIPPED_CLUSTERS
-from pipeline.sweep.config.validation import ConfigError, check_ranges
+from pipeline.sweep.config.validation import check_ranges
 
 CLUSTER_FILE = "dask_cluster.yaml"
 

@@ -20,8 +20,10 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import FAMILIES
 from pipeline.sweep.config.clusters import load_clusters
+from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
-from pipeline.sweep.config.validation import ConfigError, check_keys, unknown_key
+from pipeline.sweep.config.validation import check_keys, unknown_key
+from pipeline.sweep.kind import installed
 
 VERSION_BASE = "1.3"
 
@@ -43,8 +45,6 @@ def register(clusters: dict[str, object] | None = None) -> None:
     ``kind`` is a config group: ``kind=training`` sets the key and the kind's section to its
     defaults (OmegaConf cannot set keys inside a section that is null), so
     ``training.max_epochs=3`` applies to it."""
-    from pipeline.sweep.kinds import installed  # the kinds' modules import the config
-
     store = ConfigStore.instance()
     store.store(name="sweep_schema", node=sweep_config())
     for name, kind in installed().items():
@@ -125,8 +125,6 @@ def _composition_error(error: Exception) -> str:
 def _null_section(overrides: list[str]) -> str | None:
     """The override that sets a key in the section of a kind the config did not choose
     (that section is null), as one line; None if there is none."""
-    from pipeline.sweep.kinds import installed  # the kinds' modules import the config
-
     sections = {kind.SECTION: name for name, kind in installed().items() if kind.SECTION}
     chosen = {o.partition("=")[2] for o in overrides if o.lstrip("+~").startswith("kind=")}
     for override in overrides:

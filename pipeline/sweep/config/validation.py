@@ -1,8 +1,8 @@
-"""What every sweep's config shares: ``ConfigError``, the checks its keys go through (every
-key declared by the schema, ``check_keys``; the numbers' ranges declared on the schema's
-fields, ``ranged``, and checked by one validator, ``check_ranges``; the names a key allows,
-``choices``), the check of the store's path, and a section as a plain ``dict``
-(``as_dict``)."""
+"""What every sweep's config shares: the checks its keys go through (every key declared by
+the schema, ``check_keys``; the numbers' ranges declared on the schema's fields, ``ranged``,
+and checked by one validator, ``check_ranges``; the names a key allows, ``choices``), the
+check of the store's path, and a section as a plain ``dict`` (``as_dict``). Each raises
+``errors.ConfigError``."""
 
 from __future__ import annotations
 
@@ -10,19 +10,15 @@ import dataclasses
 import difflib
 import os
 import tempfile
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-
-class ConfigError(ValueError):
-    """An invalid setting: ``key`` names it, the message says what is allowed."""
-
-    def __init__(self, key: str, message: str):
-        super().__init__(f"{key}: {message}")
-        self.key = key
+from pipeline.sweep.config.errors import ConfigError
 
 
 def as_dict(node: DictConfig, *, resolve: bool = False) -> dict:
@@ -141,6 +137,14 @@ def choices(default, allowed):
     if callable(default):
         return field(default_factory=default, metadata={"allowed": allowed})
     return field(default=default, metadata={"allowed": allowed})
+
+
+def optional(hint):
+    """``X | None`` as ``Optional[X]``, which every OmegaConf 2.x understands."""
+    if isinstance(hint, types.UnionType):
+        (inner,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return Optional[inner]  # noqa: UP045 - OmegaConf needs typing.Optional
+    return hint
 
 
 def check_ranges(section, schema: type, prefix: str = "") -> None:

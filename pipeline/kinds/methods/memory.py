@@ -1,0 +1,196 @@
+"""How much memory a cell of the methods sweep needs, known before anything runs.
+
+A cell runs in a worker process of its own size (``WORKER_BYTES``) and holds its exact
+model and the approximation (each with the layout the compiled recursion reads), a run's
+beliefs (``run_bytes``, for the exact and the approximate side: at most
+``records.HISTORY_BYTES`` of filtered beliefs, smoothing's checkpoints and segment, Viterbi's
+back-pointers) and the observations' likelihoods. Model and approximation are measured at
+two small sizes (``SMALL``) and extrapolated by the power law through them (``n`` for peaks on a
+background, ``n^2`` for dense rows): any family and method, plug-ins included, without a
+formula of their own; a family whose parameters fix its model (a file) estimates it itself
+(``pipeline.models.model_bytes``, from the file's headers). The timing task of a model, mode
+and seed holds the exact model and every approximation it times (``timing_estimate``).
+Other families' sizes up to
+``ESTIMATED_FROM`` are not estimated: their cells are too small to matter.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from pipeline.inference.decoder import POINTER_BYTES
+from pipeline.inference.smoother import checkpoint_steps
+from pipeline.kinds.methods import sequence
+from pipeline.kinds.methods.records import HISTORY_BYTES, history_steps
+from pipeline.kinds.methods.sequence import segment_steps
+from pipeline.methods import approximate
+from pipeline.models import build_model, check_model, model_bytes
+from pipeline.operators import stored_entries
+
+SMALL = (1024, 2048)
+"""The sizes a family and method are measured at."""
+ESTIMATED_FROM = 4096
+"""Cells with more states than this are estimated."""
+WORKER_BYTES = 400 * 2**20
+"""A worker process's own resident memory before it holds a model: Python, NumPy, SciPy,
+Dask and numba's compiled recursions (0.39 GiB measured running a 5000-state cell)."""
+ENTRY_BYTES = {np.ndarray: 8}
+"""Bytes a stored value takes, by format: 8 dense; 16 otherwise (a value and its index, with
+what the compiled layout keeps beside them)."""
+
+
+def matrix_bytes(T) -> int:
+    """The bytes ``T`` and the layout the recursion reads take (an estimate for sparse
+    formats: 16 bytes a stored value)."""
+    return stored_entries(T) * ENTRY_BYTES.get(type(T), 16)
+
+
+def _model_bytes(hmm) -> int:
+    return matrix_bytes(hmm.transition) * 2 + matrix_bytes(hmm.emission) + hmm.prior.nbytes
+
+
+class Estimate(NamedTuple):
+    """A cell's estimated peak memory and its parts, in bytes (``total`` adds the worker's
+    own ``WORKER_BYTES``)."""
+
+    total: int
+    model: int
+    approximation: int
+    beliefs: int
+
+
+@functools.lru_cache(maxsize=len(SMALL))
+def _small(family: str, params: str, n: int):
+    """``family``'s model of ``n`` states: kept for the methods measured on it next (a grid's
+    estimates go family by family, every method of one family in a row)."""
+    return build_model(family, n, **json.loads(params))
+
+
+@functools.cache
+def _measured(family: str, params: str, method: str, setting: float) -> tuple[tuple, tuple]:
+    """(model bytes, approximation bytes) at each size of ``SMALL``."""
+    models, approximations = [], []
+    for n in SMALL:
+        hmm = _small(family, params, n)
+        models.append(_model_bytes(hmm))
+        approximations.append(_model_bytes(approximate(hmm, method, setting).hmm))
+    return tuple(models), tuple(approximations)
+
+
+def _extrapolate(sizes: tuple, measured: tuple, n: int) -> float:
+    """The power law through two measurements, at ``n`` (exponent kept within [1, 2])."""
+    if measured[0] <= 0 or measured[1] <= 0:
+        return float(max(measured))
+    exponent = math.log(measured[1] / measured[0]) / math.log(sizes[1] / sizes[0])
+    return measured[1] * (n / sizes[1]) ** min(2.0, max(1.0, exponent))
+
+
+def _model_and_approximation(
+    family: str, n_states: int, params: dict, method: str, setting: float
+) -> tuple[float, float] | None:
+    """The bytes of the model and of its approximation: from the family's own estimate where
+    its parameters fix the model (a file's headers; the approximation, which keeps at most
+    the model's entries or a factorisation smaller than it, counted as large as the model),
+    else measured at ``SMALL`` and extrapolated; None where neither is possible."""
+    fixed = model_bytes(family, **params)
+    if fixed is not None:
+        return float(fixed), float(fixed)
+    if n_states <= ESTIMATED_FROM:
+        return None
+    try:
+        for n in SMALL:
+            check_model(family, n, **params)
+    except ValueError:
+        return None
+    models, approximations = _measured(family, json.dumps(params, sort_keys=True), method, setting)
+    return _extrapolate(SMALL, models, n_states), _extrapolate(SMALL, approximations, n_states)
+
+
+def _segment(mode: str, steps: int, n_states: int) -> int:
+    """The steps a run of a sequence mode holds at a time: smoothing's segment
+    (``sequence.segment_steps``), Viterbi's (all, while its back-pointers take at most
+    ``viterbi``'s ``POINTER_BYTES``, else ``ceil(sqrt(steps))``)."""
+    if mode == "smooth":
+        return segment_steps(steps, history_steps(steps, n_states))
+    width = np.min_scalar_type(n_states - 1).itemsize
+    return steps if steps * n_states * width <= POINTER_BYTES else checkpoint_steps(steps, None)
+
+
+def run_bytes(mode: str, steps: int, n_states: int) -> int:
+    """What one run of ``mode`` over ``steps`` steps holds at a time beyond the models and the
+    likelihoods: the filtered beliefs a forward run keeps (``records.history_steps``); the
+    beliefs of smoothing's segment, the checkpoints before the later segments and the
+    backward message; Viterbi's back-pointers of a segment (the narrowest unsigned integers),
+    the scaled maxima before each later segment and its own two."""
+    belief = 8 * n_states
+    if mode not in sequence.MODES:
+        return min(history_steps(steps, n_states) * belief, HISTORY_BYTES)
+    segment = _segment(mode, steps, n_states)
+    checkpoints = -(-steps // segment) - 1
+    if mode == "smooth":
+        return (segment + checkpoints + 1) * belief
+    width = np.min_scalar_type(n_states - 1).itemsize
+    return segment * n_states * width + (checkpoints + 2) * belief
+
+
+def likelihood_bytes(mode: str, steps: int, n_states: int) -> int:
+    """The observations' likelihood rows, one per distinct symbol (at most 32 counted): of the
+    whole horizon for the forward modes; of a segment, read with two transient copies (the
+    emission's columns, transposed and scaled: measured), for the sequence modes."""
+    if mode not in sequence.MODES:
+        return 8 * n_states * min(steps, 32)
+    return 3 * 8 * n_states * min(_segment(mode, steps, n_states), 32)
+
+
+def estimate(
+    family: str, n_states: int, params: dict, method: str, setting: float, steps: int, *, mode: str
+) -> Estimate | None:
+    """A cell's peak memory in ``mode``, or None where it is too small to estimate or its
+    family can neither be built at the measured sizes nor estimate its own model. A cell
+    holds three runs' worth (``run_bytes``: the reference's, kept in memory, the
+    approximation's and the exact side it reads or computes beside it; TV's difference of
+    two segments) but in ``decode`` mode, whose reference is a path and whose runs follow
+    one another; and the likelihoods (``likelihood_bytes``)."""
+    found = _model_and_approximation(family, n_states, params, method, setting)
+    if found is None:
+        return None
+    model, approximation = found
+    runs = 1 if mode == "decode" else 3
+    beliefs = runs * run_bytes(mode, steps, n_states) + likelihood_bytes(mode, steps, n_states)
+    total = WORKER_BYTES + model + approximation + beliefs
+    return Estimate(int(total), int(model), int(approximation), beliefs)
+
+
+def timing_estimate(
+    family: str,
+    n_states: int,
+    params: dict,
+    variants: list[tuple[str, float]],
+    steps: int,
+    *,
+    modes: tuple[str, ...],
+) -> int:
+    """The peak memory of a model's timing task (``timed.timed_runs``), the largest over
+    ``modes``, or 0 where ``estimate`` gives none: the exact model and the approximation of
+    each of ``variants`` (method, setting) side by side, and one run's beliefs and
+    likelihoods (its runs follow one another)."""
+    found = [_model_and_approximation(family, n_states, params, m, s) for m, s in variants]
+    sizes = [f for f in found if f is not None]
+    if not sizes or len(sizes) < len(found):
+        return 0
+    held = sizes[0][0] + sum(approximation for _, approximation in sizes)
+    runs = max(run_bytes(m, steps, n_states) + likelihood_bytes(m, steps, n_states) for m in modes)
+    return int(WORKER_BYTES + held + runs)
+
+
+def total(spec, cell, steps: int) -> float:
+    """The estimated peak memory of ``cell`` of the model ``spec`` in bytes (NaN: none)."""
+    found = estimate(
+        spec.family, spec.n_states, spec.params, cell.method, cell.setting, steps, mode=cell.mode
+    )
+    return float(found.total) if found else np.nan

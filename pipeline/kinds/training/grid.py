@@ -1,0 +1,110 @@
+"""The cells of a training sweep: ``(n_states, parameterisation, seed)`` and what every
+cell of a config's ``training`` section shares."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from pipeline.kinds.training import results
+from pipeline.sweep.config import as_dict
+from pipeline.sweep.kind import Grid
+
+DEFAULT_MAX_EPOCHS = 20
+"""``max_epochs`` where the config leaves it null."""
+
+
+class TrainingCell(NamedTuple):
+    n_states: int
+    parameterisation: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every cell of a ``training`` section shares (``TrainingConfig``; ``max_epochs``
+    resolved)."""
+
+    max_epochs: int
+    patience: int | None
+    max_seconds: float | None
+    clusters: int
+    clustering: str
+    state_dropout: float
+    max_states: dict[str, int]
+    batch: int
+    length: int
+    n_tokens: int | None
+    train_chunks: int | None
+    held_out_chunks: int | None
+    learning_rate: float
+    lr_decay: float
+    lr_patience: int
+    clip: float | None
+    dim: int
+    delta: int
+    max_features: int | None
+    grow: bool
+    threads: int
+    corpus: str | None
+
+    def key(self) -> str:
+        """The settings as canonical JSON: what a worker caches the sweep's shared data by."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class TrainingGrid(Grid):
+    """The cells of a validated config's ``training`` section and what every cell shares."""
+
+    n_states: tuple[int, ...]
+    parameterisations: tuple[str, ...]
+    seeds: tuple[int, ...]
+    settings: Settings
+
+    Cell = TrainingCell
+
+    def axes(self) -> dict[str, Sequence]:
+        return {
+            "n_states": self.n_states,
+            "parameterisation": self.parameterisations,
+            "seed": self.seeds,
+            "epoch": tuple(range(self.settings.max_epochs + 1)),
+            "baseline": results.BASELINES,
+            "ngram": results.NGRAMS,
+        }
+
+    def cells(self) -> list[TrainingCell]:
+        """Every cell, largest models first (they take longest); a parameterisation named in
+        ``max_states`` only up to its size there."""
+        return [
+            TrainingCell(n, name, seed)
+            for n in reversed(self.n_states)
+            for name in self.parameterisations
+            for seed in self.seeds
+            if n <= self.settings.max_states.get(name, n)
+        ]
+
+    def identity(self) -> dict:
+        return {
+            "kind": results.SCHEMA.name,
+            "n_states": self.n_states,
+            "parameterisations": self.parameterisations,
+            "seeds": self.seeds,
+            **dataclasses.asdict(self.settings),
+        }
+
+
+def grid(cfg) -> TrainingGrid:
+    """The grid of a validated config."""
+    training = as_dict(cfg.training, resolve=True)
+    training["max_epochs"] = training["max_epochs"] or DEFAULT_MAX_EPOCHS
+    return TrainingGrid(
+        n_states=tuple(sorted(training.pop("n_states"))),
+        parameterisations=tuple(training.pop("parameterisations")),
+        seeds=tuple(sorted(training.pop("seeds"))),
+        settings=Settings(**training),
+    )

@@ -1,0 +1,184 @@
+"""A cell's memory, estimated before anything runs, against what its model and approximation
+really take."""
+
+import tempfile
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from pipeline.inference import decoder
+from pipeline.kinds.methods import memory, records, sequence, spilled, tasks
+from pipeline.kinds.methods.sweep import check_memory
+from pipeline.methods import approximate
+from pipeline.models import build_model
+from pipeline.sweep.cluster import MEMORY, connect, memory_resource, worker_memory
+from pipeline.sweep.config import ConfigError, validate
+
+from sweeping import composed
+
+
+@pytest.mark.parametrize(
+    ("family", "params", "method", "setting", "n"),
+    [
+        ("bell", {"structured": True}, "topp", 0.9, 8192),  # peaks on a background: grows as n
+        ("dirichlet", {}, "topk", 5, 5000),  # dense rows: grows as n^2 (5000 states: 200 MB)
+        ("peaked", {"structured": True}, "topp", 0.5, 8192),
+    ],
+)
+def test_the_estimate_extrapolates_what_a_larger_model_takes(family, params, method, setting, n):
+    found = memory.estimate(family, n, params, method, setting, steps=51, mode="filter")
+    hmm = build_model(family, n, **params)
+    model = memory._model_bytes(hmm)
+    approximation = memory._model_bytes(approximate(hmm, method, setting).hmm)
+    assert found.model == pytest.approx(model, rel=0.1)
+    assert found.approximation == pytest.approx(approximation, rel=0.1)
+    assert found.total > model + approximation
+
+
+@pytest.mark.parametrize("mode", ["smooth", "decode"])
+@pytest.mark.parametrize("whole", [True, False])
+def test_what_a_smoothing_or_viterbi_run_holds_is_what_the_estimate_counts(
+    monkeypatch, mode, whole
+):
+    """One run of a sequence mode, its posteriors or back-pointers whole or in segments from
+    checkpoints: its peak allocation (tracemalloc) is within what ``run_bytes`` and
+    ``likelihood_bytes`` count, and at least half of it (an estimate, not a guess)."""
+    n, steps = 20_000, 51
+    hmm = build_model("bell", n, seed=0, structured=True)
+    if not whole:  # 4 steps of beliefs, 4 of back-pointers: segments of 8 steps
+        monkeypatch.setattr(records, "HISTORY_BYTES", 8 * n * 4)
+        monkeypatch.setattr(decoder, "POINTER_BYTES", 2 * n * 4)
+        monkeypatch.setattr(memory, "POINTER_BYTES", 2 * n * 4)
+    _, observed = tasks.observations(hmm, mode=mode, horizon=steps - 1, observe_every=2, seed=0)
+    history = records.history_steps(steps, n)
+    sequence.elapsed(mode, hmm, observed, history)  # compiled before measuring
+    tracemalloc.start()
+    sequence.elapsed(mode, hmm, observed, history)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    counted = memory.run_bytes(mode, steps, n) + memory.likelihood_bytes(mode, steps, n)
+    assert memory._segment(mode, steps, n) == (steps if whole else 8)
+    assert 0.5 * counted <= peak <= counted, (peak, counted)
+
+
+def test_small_cells_and_fixed_size_families_are_not_estimated(tmp_path):
+    assert memory.estimate("bell", 4096, {}, "topp", 0.9, steps=51, mode="predict") is None
+    assert memory.estimate("weather", 6, {}, "topp", 0.9, steps=51, mode="predict") is None
+
+
+THREE_GIB = ["cluster.n_workers=1", "cluster.memory_limit=3GiB", "cluster.dashboard_address=:0"]
+"""A cluster of one worker declared 3 GiB."""
+
+
+@pytest.fixture(scope="module")
+def three_gib():
+    """The client of a ``THREE_GIB`` cluster started as a sweep starts it (``connect``)."""
+    with connect(composed(*THREE_GIB).cluster) as client:
+        yield client
+
+
+def test_a_large_cells_tasks_reserve_their_estimate_of_a_workers_declared_memory(three_gib):
+    client = three_gib
+    cfg = composed(
+        *THREE_GIB,
+        "grid.families=[bell]",
+        "grid.n_states=[20,5000]",
+        "grid.methods={topp:[0.9]}",
+        "grid.modes=[predict]",
+        "grid.seeds=[0]",
+    )
+    kind = validate(cfg)
+    grid = kind.grid(cfg)
+    assert memory_resource(client) == worker_memory(cfg.cluster) == 3 * 2**30
+    futures = kind.submit(client, grid, grid.cells(), store=None)
+    keys = [future.key for future in futures]
+    for _ in range(100):  # until the scheduler has the graph (it comes on another comm)
+        restrictions = client.run_on_scheduler(
+            lambda dask_scheduler, keys=keys: {
+                key: dask_scheduler.tasks[key].resource_restrictions
+                for key in keys
+                if key in dask_scheduler.tasks
+            }
+        )
+        if len(restrictions) == len(keys):
+            break
+        time.sleep(0.1)
+    client.cancel(list(futures))
+    large = memory.estimate(
+        "bell", 5000, grid.params["bell"], "topp", 0.9, grid.horizon + 1, mode="predict"
+    )
+    assert 0 < large.total < 3 * 2**30
+    held = {str(f.key): restrictions[f.key] for f in futures}
+    small = [key for key in held if "-20-" in key]
+    assert small and all(not held[key] for key in small)  # 20 states: nothing reserved
+    big = [key for key in held if "-5000-" in key]
+    assert big and all(held[key] == {MEMORY: large.total} for key in big)
+
+
+class Held:
+    """A task result distributed cannot size (as a model is): it counts only the wrapper."""
+
+    def __init__(self, size: int):
+        self.values = np.ones(size // 8)
+
+
+def hold_and_grow(held: Held, size: int) -> float:
+    """Hold ``held`` while taking ``size`` more bytes, long enough for the memory monitor."""
+    more = np.ones(size // 8)
+    time.sleep(2)
+    return float(held.values[0] + more[0])
+
+
+def test_a_started_clusters_workers_keep_results_past_the_spill_threshold(three_gib):
+    """distributed spills results to disk from 70% of a worker's memory: a model its running
+    task holds would be pickled for nothing and read back as a second copy. 1.5 GB held and
+    0.9 GB taken pass 70% of 3 GiB (measured: spilled with distributed's defaults)."""
+    client = three_gib
+    held = client.submit(Held, 1_500_000_000, key="held")
+    assert client.submit(hold_and_grow, held, 900_000_000).result(timeout=60) == 2.0
+    on_disk = client.run(lambda dask_worker: list(getattr(dask_worker.data, "slow", {})))
+    del held
+    # what the sweep itself puts on a worker's disk (an exact history too large for memory)
+    # goes to the worker's own directory, removed with the worker
+    directory = client.submit(spilled._local_directory).result(timeout=30)
+    own = client.run(lambda dask_worker: dask_worker.local_directory)
+    assert list(on_disk.values()) == [[]]
+    assert list(own.values()) == [directory] and directory != tempfile.gettempdir()
+
+
+def test_a_timing_task_holds_the_model_and_every_approximation_it_times():
+    """The timing task's estimate counts the exact model and each approximation as they
+    really are (8192 states, extrapolated from 1024 and 2048), plus one run; a grid whose
+    every cell fits a worker but whose timing task does not (short runs: the approximations
+    weigh most) is refused, naming it."""
+    n, steps, variants = 8192, 6, [("topp", 0.5), ("topp", 0.9), ("topk", 5)]
+    params = {"structured": True}
+    hmm = build_model("bell", n, **params)
+    held = memory._model_bytes(hmm) + sum(
+        memory._model_bytes(approximate(hmm, m, s).hmm) for m, s in variants
+    )
+    timing = memory.timing_estimate("bell", n, params, variants, steps, modes=("filter",))
+    one_run = memory.run_bytes("filter", steps, n) + memory.likelihood_bytes("filter", steps, n)
+    assert timing - memory.WORKER_BYTES - one_run == pytest.approx(held, rel=0.1)
+    cfg = composed(
+        "grid.families=[bell]",
+        f"grid.n_states=[{n}]",
+        "model.bell.structured=true",
+        "grid.methods={topp:[0.5,0.9],topk:[5]}",
+        "grid.modes=[filter]",
+        f"grid.horizon={steps - 1}",
+    )
+    grid = validate(cfg).grid(cfg)
+    cells = max(
+        memory.estimate("bell", n, params, m, s, steps, mode="filter").total for m, s in variants
+    )
+    assert cells < timing
+    with pytest.raises(
+        ConfigError,
+        match=rf"^grid.methods: the timing task of family=bell, n_states={n} \(its exact "
+        "model and its 3 approximations side by side",
+    ):
+        check_memory(grid, (cells + timing) // 2)
+    check_memory(grid, timing)  # fits

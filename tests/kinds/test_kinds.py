@@ -1,0 +1,77 @@
+"""Every built-in sweep kind is one folder holding the files ``docs/development.md`` lists
+("A sweep kind"), named once in ``pipeline.kinds.BUILTIN``, and its sweep has the interface
+the engine calls."""
+
+import dataclasses
+import re
+
+import pytest
+
+from pipeline.kinds import BUILTIN
+from pipeline.kinds.base import Record, Schema, Variable, status_variables
+
+from helpers import REPOSITORY
+
+
+def listed_files() -> list[str]:
+    """The files of a kind as the development guide lists them."""
+    text = (REPOSITORY / "docs" / "development.md").read_text()
+    section = text.split("## A sweep kind\n")[1].split("\n## ")[0]
+    return re.findall(r"^- `([\w.]+)`", section, flags=re.MULTILINE)
+
+
+def test_the_guide_lists_a_kinds_files():
+    assert listed_files() == [
+        "__init__.py",
+        "results.py",
+        "config.py",
+        "grid.py",
+        "tasks.py",
+        "sweep.py",
+        "report.py",
+    ]
+
+
+def test_every_folder_of_the_kinds_is_a_registered_kind():
+    folders = {
+        entry.name
+        for entry in (REPOSITORY / "pipeline" / "kinds").iterdir()
+        if entry.is_dir() and (entry / "__init__.py").is_file()
+    }
+    assert folders == set(BUILTIN)
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_a_kind_is_one_folder_and_its_sweep_has_the_interface(name):
+    folder = REPOSITORY / "pipeline" / "kinds" / name
+    for file in listed_files():
+        package = folder / file.removesuffix(".py") / "__init__.py"
+        assert (folder / file).is_file() or package.is_file(), f"{name}: {file}"
+    kind = BUILTIN[name]
+    assert isinstance(kind.schema, Schema) and kind.schema.name == name
+    assert kind.sweep == f"pipeline.kinds.{name}.sweep"
+    assert kind.report == f"pipeline.kinds.{name}.report:analyze"
+    assert callable(kind.load("report"))
+    sweep = kind.load("sweep")
+    assert sweep.SCHEMA is kind.schema and sweep.SECTION in (name, None)
+    assert dataclasses.is_dataclass(sweep.CONFIG)
+    assert sweep.CONFIG.__module__ == f"pipeline.kinds.{name}.config"
+    for function in ("validate", "grid", "submit", "summary"):
+        assert callable(getattr(sweep, function)), function
+    assert sweep.grid.__module__ == f"pipeline.kinds.{name}.grid"
+
+
+def test_a_schema_refuses_a_record_that_is_not_its_variables():
+    @dataclasses.dataclass(frozen=True)
+    class Short(Record):
+        tv: float
+
+    variables = {
+        "tv": Variable(("n",), "1", "a TV"),
+        "gamma": Variable(("n",), "1", "a gamma"),
+        **status_variables(("n",)),
+    }
+    with pytest.raises(TypeError, match=r"record Short has the fields \[\] .* lacks \['gamma'\]"):
+        Schema(name="short", dims=("n",), variables=variables, record=Short)
+    schema = Schema(name="short", dims=("n",), variables={"tv": variables["tv"]}, record=Short)
+    assert Short(0.5).values() == {"tv": 0.5} and schema.record is Short
