@@ -149,9 +149,9 @@ def _segment_steps(steps: int, n: int, width: int, checkpoint) -> int:
 def decode(
     run: Compiled | Stepped, initial: np.ndarray, steps: int, segment_of, checkpoint
 ) -> ViterbiResult:
-    """``viterbi`` of one sequence of ``steps`` steps whose evidence ``segment_of(start,
-    stop)`` gives (an ``Evidence`` whose rows are those of steps ``start .. stop - 1``), by
-    the recursion ``run`` (``pipeline.inference.recursion``), from ``initial`` (n,)."""
+    """``viterbi`` of one sequence by the recursion ``run`` (``pipeline.inference.recursion``)
+    from ``initial`` (n,): ``steps`` steps whose evidence ``segment_of(start, stop)`` gives,
+    an ``Evidence`` whose rows are those of the steps from ``start`` to ``stop - 1``."""
     n = initial.size
     pointer = np.min_scalar_type(n - 1)  # the narrowest unsigned type
     size = _segment_steps(steps, n, pointer.itemsize, checkpoint)

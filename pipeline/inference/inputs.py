@@ -168,8 +168,8 @@ def read_segments(hmm: HMM, observations, likelihoods, log_likelihoods):
 
 
 def segments(evidence: Evidence):
-    """``segment(start, stop)``: the ``Evidence`` of steps ``start .. stop - 1`` of one
-    sequence's ``evidence``, views of its rows."""
+    """``segment(start, stop)``, the ``Evidence`` of one sequence's steps from ``start`` to
+    ``stop - 1``: views of the rows of its ``evidence``."""
 
     def segment(start: int, stop: int) -> Evidence:
         return Evidence(evidence.likelihoods, evidence.rows[start:stop], evidence.log_scale)

@@ -157,7 +157,7 @@ class Stepped:
 
     def forward(self, initial, likelihoods, rows, target, beliefs, elapsed, zero, pruned,
                 resume, log_evidence, start=0) -> float:  # fmt: skip
-        """``pipeline.kernels.forward.forward`` over the steps ``start .. start + T' - 1``:
+        """``pipeline.kernels.forward.forward`` over the steps from ``start`` to ``start + T' - 1``:
         the belief of step ``start + t`` is the one before it moved by
         ``transition(start + t - 1)``, then conditioned and pruned."""
         began = time.monotonic()
@@ -214,8 +214,9 @@ class Stepped:
 
     def backward(self, likelihoods, rows, zero, alphas, posteriors, message, last, after,
                  start=0) -> None:  # fmt: skip
-        """``pipeline.kernels.backward.backward`` over the steps ``start .. start + T' - 1``:
-        step ``start + t``'s message gathered through ``transition(start + t)``."""
+        """``pipeline.kernels.backward.backward`` over the steps from ``start`` to
+        ``start + T' - 1``: step ``start + t``'s message gathered through
+        ``transition(start + t)``."""
         steps, n = alphas.shape
         counts = after.shape[0] > 0
         beta = np.empty(n)
@@ -243,8 +244,8 @@ class Stepped:
 
     def viterbi(self, initial, likelihoods, rows, first, delta, back, zero, total,
                 start=0) -> float:  # fmt: skip
-        """``pipeline.kernels.maxproduct.viterbi`` over the steps ``start .. start + T' -
-        1``: step ``start + t``'s maxima from the step before through
+        """``pipeline.kernels.maxproduct.viterbi`` over the steps from ``start`` to
+        ``start + T' - 1``: step ``start + t``'s maxima from the step before through
         ``transition(start + t - 1)``."""
         for t in range(rows.size):
             if t == 0 and first:

@@ -4,15 +4,18 @@ import itertools
 
 import numpy as np
 import pytest
+import yaml
 from hmmlearn.hmm import CategoricalHMM
 from inference import brute_force
 
 from pipeline.coupled import exact
 from pipeline.coupled.family import build
 from pipeline.coupled.model import CoupledHMM
+from pipeline.coupled.relational import ground
 from pipeline.inference import filtering, smoothing, viterbi
 from pipeline.models import HMM
 from pipeline.operators import compiled, max_product
+from pipeline.sweep.config import CONFIG_DIR
 
 SHAPES = [(2, 3, "chain"), (3, 2, "chain"), (2, 3, "set"), (3, 2, "set")]
 
@@ -95,6 +98,20 @@ def test_smoothing_and_viterbi_against_enumeration(model):
     assert log_joint == pytest.approx(log_best, abs=1e-12)
     np.testing.assert_array_equal(path, model.joint_states[best])
     assert model.log_joint(path, observations) == pytest.approx(log_joint, abs=1e-12)
+
+
+def test_among_equally_probable_paths_viterbi_picks_pipeline_inferences():
+    """The string quartet's joint chain has many equally probable paths: the exact Viterbi
+    path is the one ``pipeline.inference.viterbi`` picks on the joint HMM (the same recursion
+    and tie rule), not merely one as probable."""
+    spec = yaml.safe_load((CONFIG_DIR / "relational" / "string_quartet.yaml").read_text())
+    model = ground(spec, eps=0.0, domain={"voice": ["basso", "soprano"], "octave": [1]}).model
+    _, observations = model.sample(30, np.random.default_rng(0))
+    observations[np.arange(30) % 4 != 0] = -1
+    path, log_joint = exact.viterbi(model, observations)
+    reference = viterbi(model.joint(), observations)
+    np.testing.assert_array_equal(path, model.joint_states[reference.path])
+    assert log_joint == reference.log_probability
 
 
 def test_an_impossible_observation_is_the_inference_convention():
