@@ -24,7 +24,7 @@ class KernelFeaturesConfig:
     """The logits u.v have standard deviation 1 / temperature (lower: more separated)."""
     feature_maps: list[str] = choices(lambda: ["positive", "fourier"], FEATURE_MAPS)
     """Random feature maps, one cell each (``pipeline.hmmlm.feature_maps``): ``positive``,
-    phi(u) = exp(Wu - |u|^2 / 2) (Chiu, Deng and Rush), or ``fourier``, random Fourier
+    ``phi(u) = exp(Wu - |u|^2 / 2)`` (Chiu, Deng and Rush), or ``fourier``, random Fourier
     features."""
     dim: int = ranged(16, least=1)
     """Embedding dimension d."""
