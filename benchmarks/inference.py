@@ -1,7 +1,7 @@
 """Benchmarks of filtering, smoothing, Viterbi decoding and the batched dense step, run by
 hand in the optional benchmark environment (its own venv: ``pip install -e ".[bench]"``):
 
-    python benchmarks/inference.py              # everything (about 25 minutes on 2 cores)
+    python benchmarks/inference.py              # everything (about 20 minutes on 2 cores)
     python benchmarks/inference.py dense        # 1 only
     python benchmarks/inference.py topp         # 2 only
     python benchmarks/inference.py structured   # 3 only
