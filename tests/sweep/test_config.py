@@ -121,8 +121,8 @@ BAD = {
     "unknown_experiment": (
         ["experiment=huge"],
         "experiment=huge: no such experiment; allowed: coupled, coupled_smoke, default, file, "
-        "kernel_features, lm_scaling, lm_smoke, lm_topp, lowrank, methods, paper, scale, "
-        "scale_10m, smoke",
+        "kernel_features, learning, learning_smoke, lm_scaling, lm_smoke, lm_topp, lowrank, "
+        "methods, paper, scale, scale_10m, smoke",
     ),
     "alpha_zero": (
         ["model.dirichlet.alpha=0"],
@@ -383,6 +383,7 @@ SECTIONS = {
     "training": "lm_smoke",
     "coupled": "coupled_smoke",
     "kernel_features": "kernel_features",
+    "learning": "learning_smoke",
 }
 """The experiment that sets each kind's section (the other keys: ``smoke``)."""
 
