@@ -37,4 +37,10 @@ def test_every_kinds_clock_readings_are_marked_timed():
         if variable.units in ("s", "1/s")
     }
     assert timed == clocks | {("methods", "speedup")}
-    assert {kind for kind, _ in timed} == {"methods", "coupled", "training", "kernel_features", "learning"}
+    assert {kind for kind, _ in timed} == {
+        "methods",
+        "coupled",
+        "training",
+        "kernel_features",
+        "learning",
+    }
