@@ -17,13 +17,13 @@ from pipeline.kinds.methods.report.paper import PAPER_SIZES
 from pipeline.kinds.methods.report.readings import (
     COSTS,
     METHOD_TITLES,
-    MODE_TITLES,
-    STEP_MODES,
     label,
+    mode_title,
     modes_of,
     pareto,
     payoff,
     points,
+    stepped,
 )
 from pipeline.kinds.methods.results import cells, models, variants
 
@@ -96,7 +96,7 @@ def payoff_table(ds: xr.Dataset) -> str:
         span = f"{fit.kept.min():.3g} to {fit.kept.max():.3g}" if fit.kept.size else "-"
         rows.append(
             [
-                MODE_TITLES[str(mode)],
+                mode_title(str(mode)),
                 str(fit.kept.size),
                 str(int((fit.speedup > 1).sum())),
                 f"{fit.scale:.3g} kept^{fit.exponent:.2f}",
@@ -115,7 +115,7 @@ def _point(point, cost: str = "runtime") -> str:
 
 
 def front_table(ds: xr.Dataset, cost: str = "runtime") -> str:
-    """Per model and mode clocked step by step (``STEP_MODES``): the Pareto front against
+    """Per model and mode clocked step by step (``Mode.stepped``): the Pareto front against
     ``cost`` (``COSTS``), cheapest first.
 
     Each listed point is the most accurate method at its cost: every cheaper
@@ -127,7 +127,7 @@ def front_table(ds: xr.Dataset, cost: str = "runtime") -> str:
     rows = []
     on_front: dict[str, Counter] = {}
     for family, n in models(ds):
-        for mode in modes_of(ds, STEP_MODES):
+        for mode in (m.name for m in modes_of(ds, stepped)):
             front = pareto(points(ds, family, n, str(mode)), cost)
             on_front.setdefault(family, Counter()).update(
                 p.method for p in front if p.method != "exact"
@@ -136,7 +136,7 @@ def front_table(ds: xr.Dataset, cost: str = "runtime") -> str:
                 [
                     family,
                     str(n),
-                    MODE_TITLES[str(mode)],
+                    mode_title(str(mode)),
                     " < ".join(_point(p, cost) for p in front),
                 ]
             )
@@ -233,7 +233,7 @@ def emissions_table(ds: xr.Dataset) -> str:
         return ""
     header = ["model", "method"]
     for mode in modes:
-        header += [f"TV {MODE_TITLES[mode]}" + WORST.get(mode, ""), "transitions alone"]
+        header += [f"TV {mode_title(mode)}" + WORST.get(mode, ""), "transitions alone"]
     header.append("impossible obs.")
     rows = []
     last = ds.isel(t=-1)
@@ -277,7 +277,7 @@ def paper_table(rows: list) -> str:
             if not np.isfinite(row.ours)
             else (f"{row.ours:.2f}x" if claim.quantity == "speedup" else f"{row.ours:.4g}")
         )
-        mode = "-" if claim.quantity == "sparsity" else MODE_TITLES[claim.mode]
+        mode = "-" if claim.quantity == "sparsity" else mode_title(claim.mode)
         lines.append(
             [
                 claim.quantity,
