@@ -48,21 +48,22 @@ APPROX = ("family", "n_states", "method", "setting", "seed")
 CELL = DIMS
 
 
-def _modes(which: Callable[[Mode], bool]) -> str:
+def _modes(which: Callable[[Mode], bool], *, mode: bool = False) -> str:
     """The built-in modes for which ``which`` holds, as a text names them: "filter, smooth
-    and decode"."""
-    names = [name for name, mode in BUILTIN_MODES.items() if which(mode)]
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    and decode"; with ``mode``, "smooth mode", "filter and smooth modes"."""
+    names = [name for name, found in BUILTIN_MODES.items() if which(found)]
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{listed} mode{'s' * (len(names) > 1)}" if mode else listed
 
 
 def _outside(variable: str) -> str:
     """Why ``variable``, a measure of a cell's mode, is NaN in the modes that do not
     produce it."""
-    return f"NaN outside {_modes(lambda mode: variable in mode.produces)} modes"
+    return f"NaN outside {_modes(lambda mode: variable in mode.produces, mode=True)}"
 
 
 PREDICTION_ONLY = (
-    f"NaN in {_modes(lambda mode: mode.observed)} modes: with observations, conditioning can "
+    f"NaN in {_modes(lambda mode: mode.observed, mode=True)}: with observations, conditioning can "
     "enlarge an error, so the recursion of Section 4 does not bound it"
 )
 NO_REFERENCE = (
@@ -74,8 +75,8 @@ NOT_RUN = "NaN where the approximation has no run in the cell's mode: " + "; ".j
 )
 UNTIMED = "NaN everywhere in a sweep with timing.enabled=false (accuracy only)"
 WHOLE_RUN = (
-    f"in {_modes(lambda mode: not mode.stepped)} modes, whose runs have no per-step clock, the "
-    "whole run's time at the last step t = horizon and NaN before it"
+    f"in {_modes(lambda mode: not mode.stepped, mode=True)}, whose runs have no per-step "
+    "clock, the whole run's time at the last step t = horizon and NaN before it"
 )
 DECODE_ONLY = f"{_outside('paths_equal')}; {NO_REFERENCE}; {NOT_RUN}"
 
@@ -238,7 +239,7 @@ VARIABLES: dict[str, Variable] = {
         "1",
         "fraction of observations the approximate emissions make impossible for the state "
         f"that emitted them ({_modes(lambda mode: mode.observed)})",
-        missing=f"NaN in {_modes(lambda mode: not mode.observed)} mode (nothing observed)",
+        missing=f"NaN in {_modes(lambda mode: not mode.observed, mode=True)} (nothing observed)",
     ),
     "build_time_model": Variable(MODEL, "s", "time to build the exact model", timed=True),
     "build_time_approx": Variable(APPROX, "s", "time to build the approximation", timed=True),
