@@ -14,7 +14,7 @@ from pipeline.inference import filtering
 from pipeline.kinds.base import status_variables
 from pipeline.kinds.methods import plan, records, spilled, tasks, timed
 from pipeline.kinds.methods.grid import Cell, MethodsGrid
-from pipeline.kinds.methods.modes import BUILTIN, base
+from pipeline.kinds.methods.modes import base
 from pipeline.kinds.methods.results import VARIABLES, MethodsRecord
 from pipeline.kinds.methods.sweep import plan_settings
 from pipeline.methods import approximate
@@ -320,7 +320,7 @@ def test_what_a_mode_does_not_produce_is_nan_and_its_missing_attribute_says_so(m
     built = tasks.build_approximation(model, method="topp", setting=0.8)
     pruned = tasks.build_approximation(model, method="topp_states", setting=0.9)
     mixed = tasks.mixing(model, exact=True)
-    for mode in BUILTIN:
+    for mode in NOT_PRODUCED:
         exact = tasks.reference(model, mode=mode, horizon=8, observe_every=2, seed=3, run=True)
         values = measured(model, built, exact, mixed, mode=mode, estimate=1.0)
         expected = NOT_PRODUCED[mode] | (set() if mode == "decode" else DECODED)
