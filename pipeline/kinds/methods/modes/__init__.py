@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.kinds.methods.modes import decode, filter, predict, smooth
+from pipeline.kinds.methods.modes import decode, filter, fixed_lag, predict, smooth
 from pipeline.kinds.methods.modes.base import Kit, Mode, Reference
 from pipeline.plugins import PluginError, Registry
 
@@ -26,6 +26,7 @@ BUILTIN: dict[str, Mode] = {
     "filter": filter.MODE,
     "smooth": smooth.MODE,
     "decode": decode.MODE,
+    "fixed_lag": fixed_lag.MODE,
 }
 """The built-in modes: name -> ``Mode``."""
 
