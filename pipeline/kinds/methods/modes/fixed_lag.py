@@ -207,13 +207,18 @@ class FixedLag(Mode):
 
         lags, pairs = self._lags(ds), kit.models(ds)
         x = [mode.lag for mode in lags]
-        figure = Figure(figsize=(max(6.0, 4.2 * len(pairs)), 4.4), layout="constrained")
-        axes = figure.subplots(1, len(pairs), squeeze=False)[0]
+        columns = min(COLUMNS, len(pairs))
+        rows = -(-len(pairs) // columns)
+        size = (max(6.0, 4.2 * columns), 3.4 * rows + 1.0)
+        figure = Figure(figsize=size, layout="constrained")
+        axes = figure.subplots(rows, columns, squeeze=False).ravel()
+        for axis in axes[len(pairs) :]:
+            axis.set_visible(False)
         figure.suptitle(
             "Fixed-lag smoothing: largest TV over steps between exact and approximate "
             "P(S_t | o_0..o_{t+L}), by lag L\nmarker: median over seeds"
         )
-        for axis, (family, n) in zip(axes, pairs, strict=True):
+        for axis, (family, n) in zip(axes, pairs, strict=False):
             for (method, setting), style in kit.styles(ds).items():
                 where = {"family": family, "n_states": n, "method": method, "setting": setting}
                 if bool(ds["in_grid"].sel(where)):
@@ -225,6 +230,9 @@ class FixedLag(Mode):
         kit.legend(figure, ds)
         return {"fixed_lag.png": figure}
 
+
+COLUMNS = 4
+"""Panels side by side at most in the figure: more models wrap into further rows."""
 
 FIXED_LAG = (
     "Fixed-lag smoothing with the approximate model against exact fixed-lag smoothing, on the "
