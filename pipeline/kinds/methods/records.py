@@ -58,7 +58,7 @@ class Unbuilt(NamedTuple):
 class Timed(NamedTuple):
     """The timed runs of one model, mode and seed (``timed.timed_runs``): per round one exact
     run and one run of each approximation, each run's cumulative seconds at every step
-    (the sequence modes: the whole run's, at the last step)."""
+    (a mode without a per-step clock: the whole run's, at the last step)."""
 
     exact: np.ndarray | None  # (rounds, steps); None without an exact run
     approx: dict[tuple[str, float], np.ndarray]  # (method, setting) -> (rounds, steps)
