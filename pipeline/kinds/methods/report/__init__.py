@@ -210,9 +210,10 @@ def _emissions_lines(ds: xr.Dataset) -> list[str]:
         "obs.`: the share of observed symbols so ruled out). Beside each such method, its "
         "variant that truncates the transitions alone (prior and emissions exact, "
         "`topp_transitions`, `topk_transitions`) at the same setting: filtering TV at the last "
-        "step, smoothing TV at its worst step (at the last step a smoothed posterior is the "
-        "filtered one), medians over seeds. The difference is the error the emissions add; "
-        "prediction, which reads no emission, differs only by the prior.",
+        "step, that of the modes that read later observations (smoothing) at their worst step "
+        "(at the last step a smoothed posterior is the filtered one), medians over seeds. The "
+        "difference is the error the emissions add; prediction, which reads no emission, "
+        "differs only by the prior.",
         "",
         table,
         "",
