@@ -7,7 +7,6 @@ import pytest
 from inference import brute_force
 from matplotlib.image import imread
 
-from pipeline.analysis import analyze
 from pipeline.hmm import HMM
 from pipeline.inference import filtering, smoothing
 from pipeline.kinds.methods import tasks, timed
@@ -15,6 +14,7 @@ from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.modes import lookup
 from pipeline.kinds.methods.modes.fixed_lag import fixed_lag_smoothing
 from pipeline.kinds.methods.records import ModelSpec
+from pipeline.kinds.methods.report import KIT, report
 from pipeline.kinds.methods.results import SCHEMA
 from pipeline.methods import approximate
 from pipeline.metrics import total_variation
@@ -175,12 +175,13 @@ def test_the_report_shows_each_approximation_at_each_lag(tmp_path):
     for where, (short, long) in ((rough, (0.4, 0.2)), (fine, (0.04, 0.02))):
         ds["tv_max"].loc[{**where, "mode": "fixed_lag_0"}] = short
         ds["tv_max"].loc[{**where, "mode": "fixed_lag_3"}] = long
-    written = analyze(ds, tmp_path / "out")
-    text = written.report.read_text()
+    text = report(ds, tmp_path / "results.zarr", ["fixed_lag.png"])
     assert "## Fixed-lag smoothing" in text and "![fixed_lag.png](fixed_lag.png)" in text
     assert "| model | method | lag 0 | lag 3 |" in text
     assert "| bell, n=20 | top-p 0.5 | 0.4 | 0.2 |" in text
     assert "| bell, n=20 | top-p states 0.9 |" not in text  # no run: no row
-    image = imread(tmp_path / "out" / "fixed_lag.png")
+    (figure,) = lookup("fixed_lag_3").figures(ds, KIT).values()
+    figure.savefig(tmp_path / "fixed_lag.png")
+    image = imread(tmp_path / "fixed_lag.png")
     assert image.shape[1] > 400 and np.ptp(image[..., :3]) > 0.5
     assert lookup("fixed_lag_3").title == "fixed-lag smoothing (lag 3)"

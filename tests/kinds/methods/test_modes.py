@@ -7,10 +7,9 @@ import re
 import pytest
 import xarray as xr
 
-from pipeline.analysis import analyze
 from pipeline.kinds.methods import modes
 from pipeline.kinds.methods.modes.base import MEASURES, Mode
-from pipeline.kinds.methods.report import KIT
+from pipeline.kinds.methods.report import KIT, report
 from pipeline.kinds.methods.results import VARIABLES
 from pipeline.methods import approximate
 from pipeline.models import build_model
@@ -63,7 +62,8 @@ def test_an_unknown_mode_or_a_missing_setting_is_a_one_line_error():
 def test_every_mode_runs_through_a_tiny_sweep_and_its_report_renders(client, tmp_path):
     """One sweep of every registered mode: top-p, which every mode runs, and belief pruning,
     which some do not (``Mode.supports``). Each cell is done; what its mode produces is
-    finite in it, the rest NaN; each mode's section and figures are in the report."""
+    measured in it, the rest NaN; each mode's section is in the report and its figures draw
+    something."""
     path = tmp_path / "results.zarr"
     run(
         [
@@ -92,11 +92,9 @@ def test_every_mode_runs_through_a_tiny_sweep_and_its_report_renders(client, tmp
         runs = mode.supports(approximate(build_model("bell", 12), "topp_states", 0.9))
         read = {variable for variable in mode.produces if pruned[variable].notnull().any()}
         assert bool(read - {"log_evidence"}) == runs, (name, read)  # the exact side's evidence
-    written = analyze(ds, tmp_path / "report")
-    text = written.report.read_text()
+    text = report(ds, path, [])  # the Markdown alone: the other figures are report's own
     for name in NAMES:
         mode = modes.lookup(name)
-        for line in mode.section(ds, KIT):
-            assert line in text
-        for figure in mode.figures(ds, KIT):
-            assert (tmp_path / "report" / figure).stat().st_size > 0
+        assert all(line in text for line in mode.section(ds, KIT)), name
+        for figure in mode.figures(ds, KIT).values():
+            assert any(axis.has_data() for axis in figure.axes), name
