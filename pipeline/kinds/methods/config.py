@@ -48,10 +48,11 @@ class GridConfig:
     seeds: list[int] = ranged(lambda: [0], least=0)
     """Random seeds: of a seeded family's model and of the sampled observations."""
     modes: list[str] = choices(lambda: list(modes.DEFAULT), modes.names)
-    """Inference modes (``pipeline.kinds.methods.modes``): ``predict`` (no observations),
-    ``filter`` (observed paths), ``smooth`` (every step's posterior given the whole path),
-    ``decode`` (the Viterbi path), and installed plug-ins; a mode that takes a setting is
-    named with it (``<mode>_<setting>``)."""
+    """Inference modes (``pipeline.kinds.methods.modes``, each a value of the ``mode`` dim):
+    ``predict`` (no observations), ``filter`` (observed paths), ``smooth`` (every step's
+    posterior given the whole path), ``decode`` (the Viterbi path), every other registered
+    mode and installed plug-ins; a mode that takes a setting is named with it
+    (``fixed_lag_2``: fixed-lag smoothing at lag 2)."""
     observe_every: int = ranged(5, least=1)
     """Filtering observes a symbol at every step t with t % observe_every == 0."""
 
