@@ -13,10 +13,11 @@ from pipeline.kinds.methods.report import KIT, report
 from pipeline.kinds.methods.results import VARIABLES
 from pipeline.methods import approximate
 from pipeline.models import build_model
+from pipeline.plugins import Registry
 from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError, validate
 
-from sweeping import composed
+from sweeping import composed, install
 
 
 def _named(name: str) -> str:
@@ -98,3 +99,30 @@ def test_every_mode_runs_through_a_tiny_sweep_and_its_report_renders(client, tmp
         assert all(line in text for line in mode.section(ds, KIT)), name
         for figure in mode.figures(ds, KIT).values():
             assert any(axis.has_data() for axis in figure.axes), name
+
+
+PLUGIN = """
+from pipeline.kinds.methods.modes.filter import Filter
+
+
+class Everywhere(Filter):
+    name = registered = "everywhere"
+    title = "filtering, every step observed"
+
+
+MODE = Everywhere()
+"""
+ENTRY = {"everywhere": "everywhere_mode:MODE"}
+
+
+def test_a_plugin_mode_joins_by_its_entry_point(tmp_path, monkeypatch):
+    """A package's mode (entry point group ``pipeline.modes``) is listed after the built-ins,
+    allowed in ``grid.modes`` and looked up like them."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    install(tmp_path, "modepkg", {"everywhere_mode": PLUGIN}, {"pipeline.modes": ENTRY})
+    registry = Registry[Mode]("mode", "pipeline.modes", modes.BUILTIN)
+    monkeypatch.setattr(modes, "MODES", registry)
+    assert list(registry)[: len(modes.BUILTIN)] == list(modes.BUILTIN)
+    assert "everywhere" in modes.names() and registry.origin("everywhere") == "modepkg 0.1"
+    validate(composed("grid.modes=[filter,everywhere]"))
+    assert modes.lookup("everywhere").title == "filtering, every step observed"
