@@ -111,10 +111,11 @@ LAYERS = (
 """The packages and modules of ``pipeline``, lowest layer first (``docs/development.md``)."""
 
 
-KIND_PARTS = {"results": "results", "report": "analysis"}
+KIND_PARTS = {"results": "results", "modes": "results", "report": "analysis"}
 """The layer of a part of a sweep kind (``pipeline.kinds.<kind>.<part>``) by its name: what its
-stores hold is read with results, its report with the analysis; the rest (its config, grid,
-tasks and sweep) is the sweep's. The registry and each kind's ``__init__`` are results'."""
+stores hold is read with results, as are the methods kind's modes (the schema, the sweep and
+the report ask them), its report with the analysis; the rest (its config, grid, tasks and
+sweep) is the sweep's. The registry and each kind's ``__init__`` are results'."""
 
 
 def layer(module: str) -> tuple[int, str]:

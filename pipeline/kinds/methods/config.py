@@ -12,16 +12,12 @@ import typing
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Optional
 
-from pipeline.kinds.methods.results import MODES
+from pipeline.kinds.methods import modes
 from pipeline.methods import METHODS
 from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import FAMILIES, family_parameters
 from pipeline.sweep.config.reference import parameter_docs
 from pipeline.sweep.config.validation import choices, optional, ranged
-
-DEFAULT_MODES = ("predict", "filter")
-"""The modes of a grid that names none (``pipeline.kinds.methods.results.MODES`` lists every
-mode)."""
 
 
 def _methods() -> str:
@@ -51,9 +47,12 @@ class GridConfig:
     """Steps after the prior: beliefs and errors are stored for t = 0..horizon."""
     seeds: list[int] = ranged(lambda: [0], least=0)
     """Random seeds: of a seeded family's model and of the sampled observations."""
-    modes: list[str] = choices(lambda: list(DEFAULT_MODES), MODES)
-    """Inference modes: ``predict`` (no observations), ``filter`` (observed paths), ``smooth``
-    (every step's posterior given the whole path) and ``decode`` (the Viterbi path)."""
+    modes: list[str] = choices(lambda: list(modes.DEFAULT), modes.names)
+    """Inference modes (``pipeline.kinds.methods.modes``, each a value of the ``mode`` dim):
+    ``predict`` (no observations), ``filter`` (observed paths), ``smooth`` (every step's
+    posterior given the whole path), ``decode`` (the Viterbi path), every other registered
+    mode and installed plug-ins; a mode that takes a setting is named with it
+    (``fixed_lag_2``: fixed-lag smoothing at lag 2)."""
     observe_every: int = ranged(5, least=1)
     """Filtering observes a symbol at every step t with t % observe_every == 0."""
 

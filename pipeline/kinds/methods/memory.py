@@ -2,9 +2,9 @@
 
 A cell runs in a worker process of its own size (``WORKER_BYTES``) and holds its exact
 model and the approximation (each with the layout the compiled recursion reads), a run's
-beliefs (``run_bytes``, for the exact and the approximate side: at most
-``records.HISTORY_BYTES`` of filtered beliefs, smoothing's checkpoints and segment, Viterbi's
-back-pointers) and the observations' likelihoods. Model and approximation are measured at
+beliefs (``run_bytes``, for the exact and the approximate side, as its mode says: at most
+``modes.base.HISTORY_BYTES`` of filtered beliefs, smoothing's checkpoints and segment,
+Viterbi's back-pointers) and the observations' likelihoods. Model and approximation are measured at
 two small sizes (``SMALL``) and extrapolated by the power law through them (``n`` for peaks on a
 background, ``n^2`` for dense rows): any family and method, plug-ins included, without a
 formula of their own; a family whose parameters fix its model (a file) estimates it itself
@@ -23,11 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pipeline.inference.decoder import POINTER_BYTES
-from pipeline.inference.smoother import checkpoint_steps
-from pipeline.kinds.methods import sequence
-from pipeline.kinds.methods.records import HISTORY_BYTES, history_steps
-from pipeline.kinds.methods.sequence import segment_steps
+from pipeline.kinds.methods.modes import lookup
 from pipeline.methods import approximate
 from pipeline.models import build_model, check_model, model_bytes
 from pipeline.operators import stored_entries
@@ -111,40 +107,15 @@ def _model_and_approximation(
     return _extrapolate(SMALL, models, n_states), _extrapolate(SMALL, approximations, n_states)
 
 
-def _segment(mode: str, steps: int, n_states: int) -> int:
-    """The steps a run of a sequence mode holds at a time: smoothing's segment
-    (``sequence.segment_steps``), Viterbi's (all, while its back-pointers take at most
-    ``viterbi``'s ``POINTER_BYTES``, else ``ceil(sqrt(steps))``)."""
-    if mode == "smooth":
-        return segment_steps(steps, history_steps(steps, n_states))
-    width = np.min_scalar_type(n_states - 1).itemsize
-    return steps if steps * n_states * width <= POINTER_BYTES else checkpoint_steps(steps, None)
-
-
 def run_bytes(mode: str, steps: int, n_states: int) -> int:
     """What one run of ``mode`` over ``steps`` steps holds at a time beyond the models and the
-    likelihoods: the filtered beliefs a forward run keeps (``records.history_steps``); the
-    beliefs of smoothing's segment, the checkpoints before the later segments and the
-    backward message; Viterbi's back-pointers of a segment (the narrowest unsigned integers),
-    the scaled maxima before each later segment and its own two."""
-    belief = 8 * n_states
-    if mode not in sequence.MODES:
-        return min(history_steps(steps, n_states) * belief, HISTORY_BYTES)
-    segment = _segment(mode, steps, n_states)
-    checkpoints = -(-steps // segment) - 1
-    if mode == "smooth":
-        return (segment + checkpoints + 1) * belief
-    width = np.min_scalar_type(n_states - 1).itemsize
-    return segment * n_states * width + (checkpoints + 2) * belief
+    likelihoods (``Mode.run_bytes``)."""
+    return lookup(mode).run_bytes(steps, n_states)
 
 
 def likelihood_bytes(mode: str, steps: int, n_states: int) -> int:
-    """The observations' likelihood rows, one per distinct symbol (at most 32 counted): of the
-    whole horizon for the forward modes; of a segment, read with two transient copies (the
-    emission's columns, transposed and scaled: measured), for the sequence modes."""
-    if mode not in sequence.MODES:
-        return 8 * n_states * min(steps, 32)
-    return 3 * 8 * n_states * min(_segment(mode, steps, n_states), 32)
+    """The observations' likelihood rows a run of ``mode`` holds (``Mode.likelihood_bytes``)."""
+    return lookup(mode).likelihood_bytes(steps, n_states)
 
 
 def estimate(
@@ -152,15 +123,15 @@ def estimate(
 ) -> Estimate | None:
     """A cell's peak memory in ``mode``, or None where it is too small to estimate or its
     family can neither be built at the measured sizes nor estimate its own model. A cell
-    holds three runs' worth (``run_bytes``: the reference's, kept in memory, the
-    approximation's and the exact side it reads or computes beside it; TV's difference of
-    two segments) but in ``decode`` mode, whose reference is a path and whose runs follow
-    one another; and the likelihoods (``likelihood_bytes``)."""
+    holds its mode's ``Mode.held_runs`` runs' worth (``run_bytes``: three, the reference's,
+    kept in memory, the approximation's and the exact side it reads or computes beside it;
+    one in ``decode`` mode, whose reference is a path and whose runs follow one another) and
+    the likelihoods (``likelihood_bytes``)."""
     found = _model_and_approximation(family, n_states, params, method, setting)
     if found is None:
         return None
     model, approximation = found
-    runs = 1 if mode == "decode" else 3
+    runs = lookup(mode).held_runs
     beliefs = runs * run_bytes(mode, steps, n_states) + likelihood_bytes(mode, steps, n_states)
     total = WORKER_BYTES + model + approximation + beliefs
     return Estimate(int(total), int(model), int(approximation), beliefs)

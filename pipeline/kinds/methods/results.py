@@ -7,12 +7,13 @@ method, setting)`` marks the cells that exist. Variables over ``MODEL`` are the 
 model's, over ``APPROX`` an approximation's, over ``CELL`` one run's; ``t`` is the time
 step. ``summary`` is the table a sweep prints at its end.
 
-The modes (``MODES``): ``predict`` (nothing observed) and ``filter`` run the forward
-recursion, ``P(S_t)`` and ``P(S_t | o_0..o_t)``; ``smooth`` the posteriors of every step
-given the whole sequence, ``P(S_t | o_0..o_{T-1})``; ``decode`` the most probable state path
-(Viterbi). The last three observe the same sampled sequence; ``tv`` compares the beliefs
-of the cell's mode (in ``smooth`` mode the smoothed posteriors). A variable a mode does not
-produce is NaN for it, and its ``missing`` attribute says so.
+The modes (``pipeline.kinds.methods.modes``): ``predict`` (nothing observed) and ``filter``
+run the forward recursion, ``P(S_t)`` and ``P(S_t | o_0..o_t)``; ``smooth`` the posteriors of
+every step given the whole sequence, ``P(S_t | o_0..o_{T-1})``; ``decode`` the most probable
+state path (Viterbi). The modes that observe share one sampled sequence; ``tv`` compares the
+beliefs of the cell's mode (in ``smooth`` mode the smoothed posteriors). A variable a mode
+does not produce (``Mode.produces``) is NaN for it, and its ``missing`` attribute, written
+from the built-in modes' declarations, says so.
 
 This module is longer than most (about 440 lines) because most of it is declaration: 35
 variables, each with its meaning and why it may be NaN, and the record a cell fills with
@@ -21,6 +22,7 @@ them; a reader of a store finds every one of them here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -36,33 +38,47 @@ from pipeline.kinds.base import (
     status_variables,
     text_table,
 )
+from pipeline.kinds.methods.modes import BUILTIN as BUILTIN_MODES
+from pipeline.kinds.methods.modes import Mode
 
 DIMS = ("family", "n_states", "method", "setting", "seed", "mode")
 """The dimensions of a cell, in the order every result variable uses."""
 MODEL = ("family", "n_states", "seed")
 APPROX = ("family", "n_states", "method", "setting", "seed")
 CELL = DIMS
-MODES = ("predict", "filter", "smooth", "decode")
-"""The inference modes a cell runs, the values of the ``mode`` dim."""
+
+
+def _modes(which: Callable[[Mode], bool], *, mode: bool = False) -> str:
+    """The built-in modes for which ``which`` holds, as a text names them: "filter, smooth
+    and decode"; with ``mode``, "smooth mode", "filter and smooth modes"."""
+    names = [name for name, found in BUILTIN_MODES.items() if which(found)]
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{listed} mode{'s' * (len(names) > 1)}" if mode else listed
+
+
+def _outside(variable: str) -> str:
+    """Why ``variable``, a measure of a cell's mode, is NaN in the modes that do not
+    produce it."""
+    return f"NaN outside {_modes(lambda mode: variable in mode.produces, mode=True)}"
+
+
 PREDICTION_ONLY = (
-    "NaN in filter mode, and in smooth and decode modes: with observations, conditioning can "
+    f"NaN in {_modes(lambda mode: mode.observed, mode=True)}: with observations, conditioning can "
     "enlarge an error, so the recursion of Section 4 does not bound it"
 )
 NO_REFERENCE = (
     "NaN where the model had no exact reference (n_states > exact_max_states; in decode mode "
     "also an exact low-rank model too large for the max-product step, lowrank.MAX_DENSE)"
 )
-NOT_RUN = (
-    "NaN in smooth and decode modes where the approximation has no such run: belief pruning "
-    "(topp_states), which smoothing and Viterbi do not do, and in decode mode low-rank "
-    "transitions too large for the max-product step"
+NOT_RUN = "NaN where the approximation has no run in the cell's mode: " + "; ".join(
+    f"in {name} mode {mode.unsupported}" for name, mode in BUILTIN_MODES.items() if mode.unsupported
 )
 UNTIMED = "NaN everywhere in a sweep with timing.enabled=false (accuracy only)"
 WHOLE_RUN = (
-    "in smooth and decode modes, whose runs have no per-step clock, the whole run's time at "
-    "the last step t = horizon and NaN before it"
+    f"in {_modes(lambda mode: not mode.stepped, mode=True)}, whose runs have no per-step "
+    "clock, the whole run's time at the last step t = horizon and NaN before it"
 )
-DECODE_ONLY = f"NaN outside decode mode; {NO_REFERENCE}; {NOT_RUN}"
+DECODE_ONLY = f"{_outside('paths_equal')}; {NO_REFERENCE}; {NOT_RUN}"
 
 
 TIMED_IN_ROUNDS = (
@@ -97,14 +113,15 @@ VARIABLES: dict[str, Variable] = {
         (*CELL, "t"),
         "1",
         "total variation TV(P_t, Q_t) between exact and approximate beliefs",
-        missing=f"{NO_REFERENCE}; {NOT_RUN}; NaN in decode mode (paths: path_disagreement)",
+        missing=f"{NO_REFERENCE}; {NOT_RUN}; {_outside('tv')}",
     ),
     "tv_max": Variable(
         CELL,
         "1",
         "largest TV over the steps t = 0..horizon between the exact and the approximate "
-        "smoothed posteriors P(S_t | o_0..o_{T-1}) (smooth)",
-        missing=f"NaN outside smooth mode; {NO_REFERENCE}; {NOT_RUN}",
+        "beliefs of the cell's mode, which reads later observations (smooth: the posteriors "
+        f"P(S_t | o_0..o_{{T-1}}); {_modes(lambda mode: 'tv_max' in mode.produces)})",
+        missing=f"{_outside('tv_max')}; {NO_REFERENCE}; {NOT_RUN}",
     ),
     "path_disagreement": Variable(
         CELL,
@@ -176,7 +193,7 @@ VARIABLES: dict[str, Variable] = {
         "multiply-adds of an approximate step over the stored entries of the rows of non-zero "
         "states, mean over steps (a CSR layout that steps mostly full columns as a dense panel "
         "also multiplies their zeros)",
-        missing="NaN in smooth and decode modes: it counts the forward recursion's steps",
+        missing=f"{_outside('work')}: it counts the forward recursion's steps",
     ),
     **_runtimes(),
     "repeats": Variable(
@@ -197,15 +214,17 @@ VARIABLES: dict[str, Variable] = {
     "log_evidence": Variable(
         CELL,
         "nat",
-        "log evidence of the observations under the exact model (filter, smooth)",
-        missing="NaN in predict mode (nothing observed), in decode mode (Viterbi scores "
-        "paths) and without an exact reference",
+        "log evidence of the observations under the exact model "
+        f"({_modes(lambda mode: 'log_evidence' in mode.produces)})",
+        missing=f"{_outside('log_evidence')} (predict observes nothing, Viterbi scores paths) "
+        "and without an exact reference",
     ),
     "log_evidence_error": Variable(
         CELL,
         "nat",
-        "log evidence of the approximate run minus the exact (filter, smooth)",
-        missing="NaN in predict mode (nothing observed), in decode mode (Viterbi scores "
+        "log evidence of the approximate run minus the exact "
+        f"({_modes(lambda mode: 'log_evidence_error' in mode.produces)})",
+        missing=f"{_outside('log_evidence_error')} (predict observes nothing, Viterbi scores "
         f"paths) and without an exact reference; {NOT_RUN}",
     ),
     "zero_evidence": Variable(
@@ -219,8 +238,8 @@ VARIABLES: dict[str, Variable] = {
         CELL,
         "1",
         "fraction of observations the approximate emissions make impossible for the state "
-        "that emitted them (filter, smooth, decode)",
-        missing="NaN in predict mode (nothing observed)",
+        f"that emitted them ({_modes(lambda mode: mode.observed)})",
+        missing=f"NaN in {_modes(lambda mode: not mode.observed, mode=True)} (nothing observed)",
     ),
     "build_time_model": Variable(MODEL, "s", "time to build the exact model", timed=True),
     "build_time_approx": Variable(APPROX, "s", "time to build the approximation", timed=True),

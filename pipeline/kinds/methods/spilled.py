@@ -1,6 +1,6 @@
 """An exact run's history on its worker's disk: written once, read a chunk at a time.
 
-A history larger than a cell may keep in memory (``records.HISTORY_BYTES``; 51 steps of 10^7
+A history larger than a cell may keep in memory (``modes.base.HISTORY_BYTES``; 51 steps of 10^7
 states are 4.1 GB) is written by the model's reference task to a file in the worker's local
 directory (Dask's, removed with the worker; outside a worker, the system's temporary
 directory), and every cell of that model and mode reads it back chunk by chunk, instead of

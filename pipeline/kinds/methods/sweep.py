@@ -3,7 +3,7 @@
 ``grid`` (``config.GridConfig``) names model families and their sizes, methods and their
 settings, seeds, modes and the horizon; every cell runs one approximation against its exact
 reference and stores what ``results`` lists. ``config`` types the keys, ``grid`` holds the
-cells, ``plan`` the shared work as Dask tasks, ``tasks`` (and ``timed``, ``sequence``) what
+cells, ``plan`` the shared work as Dask tasks, ``tasks`` (and ``timed``, ``modes``) what
 the workers run, ``records`` what they hand each other, ``memory`` what a cell needs. This
 module, the kind's ``pipeline.sweep.kind.SweepKind``, checks the keys, estimates the
 memory, and submits the cells.
@@ -18,7 +18,7 @@ from pathlib import Path
 from distributed import Client, Future
 from distributed.system import MEMORY_LIMIT
 
-from pipeline.kinds.methods import memory, plan, results
+from pipeline.kinds.methods import memory, modes, plan, results
 from pipeline.kinds.methods.config import MethodsConfig
 from pipeline.kinds.methods.grid import (
     Cell,
@@ -111,11 +111,12 @@ def validate(cfg) -> None:
     _validate_families(grid, cfg.model)
     _validate_methods(grid)
     check_list("grid.seeds", grid.seeds, int, "integers >= 0")
-    allowed = ", ".join(results.MODES)
-    check_list("grid.modes", grid.modes, str, allowed)
+    check_list("grid.modes", grid.modes, str, modes.allowed())
     for mode in grid.modes:
-        if mode not in results.MODES:
-            raise ConfigError("grid.modes", f"unknown mode {mode!r}; allowed: {allowed}")
+        try:
+            modes.lookup(mode)
+        except ValueError as error:  # a PluginError too
+            raise ConfigError("grid.modes", str(error)) from None
 
 
 def verify(grid: MethodsGrid) -> None:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from pipeline.inference import decoder
-from pipeline.kinds.methods import memory, records, sequence, spilled, tasks
+from pipeline.kinds.methods import memory, spilled, tasks
+from pipeline.kinds.methods.modes import base, decode, lookup, smooth
 from pipeline.kinds.methods.sweep import check_memory
 from pipeline.methods import approximate
 from pipeline.models import build_model
@@ -48,18 +49,18 @@ def test_what_a_smoothing_or_viterbi_run_holds_is_what_the_estimate_counts(
     n, steps = 20_000, 51
     hmm = build_model("bell", n, seed=0, structured=True)
     if not whole:  # 4 steps of beliefs, 4 of back-pointers: segments of 8 steps
-        monkeypatch.setattr(records, "HISTORY_BYTES", 8 * n * 4)
+        monkeypatch.setattr(base, "HISTORY_BYTES", 8 * n * 4)
         monkeypatch.setattr(decoder, "POINTER_BYTES", 2 * n * 4)
-        monkeypatch.setattr(memory, "POINTER_BYTES", 2 * n * 4)
+        monkeypatch.setattr(decode, "POINTER_BYTES", 2 * n * 4)
     _, observed = tasks.observations(hmm, mode=mode, horizon=steps - 1, observe_every=2, seed=0)
-    history = records.history_steps(steps, n)
-    sequence.elapsed(mode, hmm, observed, history)  # compiled before measuring
+    lookup(mode).run(hmm, observed, 1.0)  # compiled before measuring
     tracemalloc.start()
-    sequence.elapsed(mode, hmm, observed, history)
+    lookup(mode).run(hmm, observed, 1.0)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     counted = memory.run_bytes(mode, steps, n) + memory.likelihood_bytes(mode, steps, n)
-    assert memory._segment(mode, steps, n) == (steps if whole else 8)
+    segment = smooth.segment_steps(steps, n) if mode == "smooth" else decode.MODE.segment(steps, n)
+    assert segment == (steps if whole else 8)
     assert 0.5 * counted <= peak <= counted, (peak, counted)
 
 

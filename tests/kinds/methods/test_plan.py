@@ -14,7 +14,8 @@ from pipeline.inference import filtering
 from pipeline.kinds.base import status_variables
 from pipeline.kinds.methods import plan, records, spilled, tasks, timed
 from pipeline.kinds.methods.grid import Cell, MethodsGrid
-from pipeline.kinds.methods.results import MODES, VARIABLES, MethodsRecord
+from pipeline.kinds.methods.modes import base
+from pipeline.kinds.methods.results import VARIABLES, MethodsRecord
 from pipeline.kinds.methods.sweep import plan_settings
 from pipeline.methods import approximate
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_variation
@@ -164,7 +165,7 @@ def test_a_cell_in_chunks_measures_what_a_whole_history_does(
     mixed = tasks.mixing(model, exact=True)
     whole = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
     expected = measured(model, built, whole, mixed, mode=mode)
-    monkeypatch.setattr(records, "HISTORY_BYTES", 8 * model.hmm.n_states * 4)  # 4 steps
+    monkeypatch.setattr(base, "HISTORY_BYTES", 8 * model.hmm.n_states * 4)  # 4 steps
     chunked = tasks.reference(model, mode=mode, horizon=30, observe_every=2, seed=3, run=True)
     history = chunked.beliefs
     assert isinstance(history, spilled.SpilledHistory) and history.shape == whole.beliefs.shape
@@ -220,7 +221,7 @@ def test_a_cells_memory_does_not_grow_with_the_horizon(monkeypatch):
     hmm_model = tasks.build(records.ModelSpec("peaked", n, 0, {"structured": True}))
     built = tasks.build_approximation(hmm_model, method="topp", setting=0.9)
     mixed = tasks.mixing(hmm_model, exact=False)
-    monkeypatch.setattr(records, "HISTORY_BYTES", 8 * n * 4)  # 4 steps: 0.64 MB a run
+    monkeypatch.setattr(base, "HISTORY_BYTES", 8 * n * 4)  # 4 steps: 0.64 MB a run
     peaks = []
     for horizon in (20, 160):
         exact = tasks.reference(
@@ -319,7 +320,7 @@ def test_what_a_mode_does_not_produce_is_nan_and_its_missing_attribute_says_so(m
     built = tasks.build_approximation(model, method="topp", setting=0.8)
     pruned = tasks.build_approximation(model, method="topp_states", setting=0.9)
     mixed = tasks.mixing(model, exact=True)
-    for mode in MODES:
+    for mode in NOT_PRODUCED:
         exact = tasks.reference(model, mode=mode, horizon=8, observe_every=2, seed=3, run=True)
         values = measured(model, built, exact, mixed, mode=mode, estimate=1.0)
         expected = NOT_PRODUCED[mode] | (set() if mode == "decode" else DECODED)

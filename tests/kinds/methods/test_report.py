@@ -14,9 +14,9 @@ from pipeline.analysis.base import runs_lines
 from pipeline.analyze import main
 from pipeline.kinds.methods import report as methods_report
 from pipeline.kinds.methods.grid import MethodsGrid
+from pipeline.kinds.methods.modes import MODES
 from pipeline.kinds.methods.report.paper import CLAIMS, PAPER_SIZES, READINGS, compare
 from pipeline.kinds.methods.report.readings import EXACT_TRANSITIONS, Point, pareto, payoff, points
-from pipeline.kinds.methods.report.sequence import decoding_table, smoothing_table
 from pipeline.kinds.methods.report.tables import (
     emissions_table,
     filtering_table,
@@ -409,16 +409,17 @@ def sequence_dataset(modes="[predict,filter,smooth,decode]"):
 
 def test_smoothing_and_decoding_tables_read_their_cells():
     ds = sequence_dataset()
-    smoothing = smoothing_table(ds)
+    smoothing = "\n".join(MODES["smooth"].section(ds, methods_report.KIT))
     assert "| bell, n=20 | top-p 0.5 | 0.5 | 0.3 | 2.00x |" in smoothing
     assert "| bell, n=20 | top-p 0.9 | 0.05 | - | - |" in smoothing
-    assert "top-p states" not in smoothing.split("\n\n")[0]
+    assert "top-p states" not in smoothing.split("\n\n")[2]  # the table
     assert "1 of the combinations of model, method and setting have no value" in smoothing
-    decoding = decoding_table(ds)
+    decoding = "\n".join(MODES["decode"].section(ds, methods_report.KIT))
     assert "| bell, n=20 | top-p 0.5 | 30.0% | 2 | 0 of 3 | - |" in decoding  # inf counts
     assert "| bell, n=20 | top-p 0.9 | 0.0% | 0 | 2 of 3 | - |" in decoding
     ds["done"].loc[{"seed": 2}] = False  # a cell not done is not read
-    assert "| bell, n=20 | top-p 0.5 | 25.0% | 1.5 | 0 of 2 | - |" in decoding_table(ds)
+    decoding = "\n".join(MODES["decode"].section(ds, methods_report.KIT))
+    assert "| bell, n=20 | top-p 0.5 | 25.0% | 1.5 | 0 of 2 | - |" in decoding
 
 
 def test_the_report_has_a_section_and_a_figure_for_each_sequence_mode(tmp_path):

@@ -1,9 +1,10 @@
 """The report of a methods sweep's store: its figures and Markdown sections.
 
-The tables come from ``tables``, the figures from ``figures`` (the sequence modes' own
-from ``sequence``), the readings they share from ``readings``, the paper's numbers from
-``paper``; ``analyze`` writes them (``pipeline.analysis.analyze`` looks the store's kind up
-and calls it).
+The tables come from ``tables``, the figures from ``figures`` (a mode's own section and
+figures from the mode, ``Mode.section`` and ``Mode.figures``, drawn with this report's
+``KIT``), the readings they share from ``readings``, the paper's numbers from ``paper``;
+``analyze`` writes them (``pipeline.analysis.analyze`` looks the store's kind up and calls
+it).
 """
 
 from __future__ import annotations
@@ -14,26 +15,48 @@ import numpy as np
 import xarray as xr
 
 from pipeline.analysis.base import Analysis, run_lines, save
-from pipeline.kinds.methods.report import sequence
+from pipeline.kinds.methods.modes import Kit, Mode
 from pipeline.kinds.methods.report.figures import (
+    legend,
+    log_scale,
     pareto_figure,
     payoff_figure,
     runtime_figure,
     sparsity_speedup_figure,
+    styles,
     tv_figure,
 )
 from pipeline.kinds.methods.report.paper import compare
-from pipeline.kinds.methods.report.readings import EXACT_TRANSITIONS, STEP_MODES, TV_MODES, modes_of
+from pipeline.kinds.methods.report.readings import (
+    EXACT_TRANSITIONS,
+    label,
+    modes_of,
+    stepped,
+    stores_tv,
+)
 from pipeline.kinds.methods.report.tables import (
     emissions_table,
     filtering_table,
     front_table,
+    markdown_table,
     memory_table,
     mixing_table,
     paper_table,
     payoff_table,
 )
-from pipeline.kinds.methods.results import noise_lines, summary, variants
+from pipeline.kinds.methods.results import cells, models, noise_lines, summary, variants
+
+KIT = Kit(styles, legend, log_scale, label, markdown_table, cells, models)
+"""What a mode draws and tabulates its own section with."""
+
+
+def _sections(ds: xr.Dataset) -> list[Mode]:
+    """One mode of the run per registered name (a mode with a setting stands for each of its
+    settings the run has), in the run's order: whose section and figures the report has."""
+    found: dict[str, Mode] = {}
+    for mode in modes_of(ds):
+        found.setdefault(mode.registered, mode)
+    return list(found.values())
 
 
 def _listed(coordinate: xr.DataArray) -> str:
@@ -127,7 +150,7 @@ UNKNOWN_STORED = "the numbers the transition matrix of {method} (a plug-in) stor
 
 
 def _comparison_lines(ds: xr.Dataset) -> list[str]:
-    if len({m for m, _ in variants(ds)}) < 2 or not modes_of(ds, STEP_MODES):
+    if len({m for m, _ in variants(ds)}) < 2 or not modes_of(ds, stepped):
         return []
     methods = list(dict.fromkeys(method for method, _ in variants(ds)))
     pruning = EXACT_TRANSITIONS.intersection(methods)
@@ -187,9 +210,10 @@ def _emissions_lines(ds: xr.Dataset) -> list[str]:
         "obs.`: the share of observed symbols so ruled out). Beside each such method, its "
         "variant that truncates the transitions alone (prior and emissions exact, "
         "`topp_transitions`, `topk_transitions`) at the same setting: filtering TV at the last "
-        "step, smoothing TV at its worst step (at the last step a smoothed posterior is the "
-        "filtered one), medians over seeds. The difference is the error the emissions add; "
-        "prediction, which reads no emission, differs only by the prior.",
+        "step, that of the modes that read later observations (smoothing) at their worst step "
+        "(at the last step a smoothed posterior is the filtered one), medians over seeds. The "
+        "difference is the error the emissions add; prediction, which reads no emission, "
+        "differs only by the prior.",
         "",
         table,
         "",
@@ -286,8 +310,7 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
         *_comparison_lines(ds),
         *_filtering_lines(ds),
         *_emissions_lines(ds),
-        *sequence.smoothing_lines(ds),
-        *sequence.decoding_lines(ds),
+        *(line for mode in _sections(ds) for line in mode.section(ds, KIT)),
         *_payoff_lines(ds),
         "## Minimal mixing rate",
         "",
@@ -318,14 +341,15 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
 
 def analyze(ds: xr.Dataset, store: Path, out: Path) -> Analysis:
     """Write the figures and ``report.md`` of a methods store to ``out``; their paths."""
-    stepped = bool(modes_of(ds, STEP_MODES))
-    figures = {"runtime.png": runtime_figure(ds)} if stepped else {}
-    if modes_of(ds, TV_MODES):
+    clocked = bool(modes_of(ds, stepped))
+    figures = {"runtime.png": runtime_figure(ds)} if clocked else {}
+    if modes_of(ds, stores_tv):
         figures["tv.png"] = tv_figure(ds)
-    if stepped and len({m for m, _ in variants(ds)}) > 1:
+    if clocked and len({m for m, _ in variants(ds)}) > 1:
         figures["pareto.png"] = pareto_figure(ds)
         figures["pareto_size.png"] = pareto_figure(ds, "stored")
-    figures.update(sequence.figures(ds))
+    for mode in _sections(ds):
+        figures.update(mode.figures(ds, KIT))
     if any(m == "topp" for m, _ in variants(ds)):
         figures["sparsity_speedup.png"] = sparsity_speedup_figure(ds)
         figures["payoff.png"] = payoff_figure(ds)

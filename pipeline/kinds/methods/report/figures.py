@@ -16,16 +16,17 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from pipeline.kinds.methods.modes import lookup
 from pipeline.kinds.methods.report.readings import (
     COSTS,
-    MODE_TITLES,
-    STEP_MODES,
-    TV_MODES,
     label,
+    mode_title,
     modes_of,
     pareto,
     payoff,
     points,
+    stepped,
+    stores_tv,
 )
 from pipeline.kinds.methods.results import models, variants
 
@@ -75,7 +76,7 @@ def _grid(ds: xr.Dataset, title: str, modes: list[str]):
     figure.suptitle(title)
     panels = []
     for axis, (family, n, mode) in zip(axes, wanted, strict=False):
-        axis.set_title(f"{family}, n={n}: {MODE_TITLES[mode]}", fontsize=10)
+        axis.set_title(f"{family}, n={n}: {mode_title(mode)}", fontsize=10)
         panels.append((axis, family, n, mode))
     for axis in axes[len(wanted) :]:
         axis.set_visible(False)
@@ -142,13 +143,13 @@ def _readable_log(axis, name: str) -> None:
 
 def runtime_figure(ds: xr.Dataset) -> Figure:
     """Cumulative runtime against the time step: exact vs each approximation (Figures 1, 2),
-    for the modes clocked step by step (``STEP_MODES``)."""
+    for the modes clocked step by step (``Mode.stepped``)."""
     figure, panels = _grid(
         ds,
         "Cumulative runtime of exact and approximate inference\n"
         "lines: median over repeats and seeds; bands: a run's min to max over its repeats "
         "(median over seeds)",
-        modes_of(ds, STEP_MODES),
+        [mode.name for mode in modes_of(ds, stepped)],
     )
     t = ds["t"].values
     pooled = ("method", "setting", "seed")
@@ -184,13 +185,13 @@ def runtime_figure(ds: xr.Dataset) -> Figure:
 
 def tv_figure(ds: xr.Dataset) -> Figure:
     """Measured TV against the time step with the bounds of Section 4, per method and setting,
-    for the modes that store TV (``TV_MODES``)."""
+    for the modes that store TV at every step."""
     figure, panels = _grid(
         ds,
         "Total variation between exact and approximate beliefs; bounds (prediction only)\n"
         "solid: measured (median over seeds); thick faint: online certificate; dashed: "
         "recursion; dotted: Corollary 1; dash-dot: Theorem 4.3",
-        modes_of(ds, TV_MODES),
+        [mode.name for mode in modes_of(ds, stores_tv)],
     )
     t = ds["t"].values
     for axis, family, n, mode in panels:
@@ -199,7 +200,7 @@ def tv_figure(ds: xr.Dataset) -> Figure:
             cell = model.sel({"method": method, "setting": setting})
             colour = style["color"]
             axis.plot(t, cell["tv"].sel(mode=mode).median("seed"), **_line(style, t))
-            if mode != "predict":  # the bounds of Section 4 are for prediction
+            if lookup(mode).observed:  # the bounds of Section 4 are for prediction
                 continue
             certificate = cell["certificate"].sel(mode=mode).median("seed")
             axis.plot(t, certificate, color=colour, linewidth=4, alpha=0.3)
@@ -218,15 +219,10 @@ def tv_figure(ds: xr.Dataset) -> Figure:
     return figure
 
 
-MODE_LINES = {"predict": "-", "filter": "--", "smooth": "-.", "decode": ":"}
-"""The line style of each mode where one panel holds several."""
-MODE_STYLE_NAMES = {"-": "solid", "--": "dashed", "-.": "dash-dot", ":": "dotted"}
-
-
 def _mode_lines_text(ds: xr.Dataset) -> str:
-    """What each line style of the run's modes means, two modes a line: "solid: predict,
-    dashed: filter\ndash-dot: smooth, dotted: decode; grey: 1x"."""
-    said = [f"{MODE_STYLE_NAMES[MODE_LINES[m]]}: {m}" for m in modes_of(ds, tuple(MODE_LINES))]
+    """What each line style of the run's modes means (``Mode.line``), two modes a line:
+    "solid: predict, dashed: filter\ndash-dot: smooth, dotted: decode; grey: 1x"."""
+    said = [f"{mode.line_name}: {mode.name}" for mode in modes_of(ds)]
     return "\n".join(", ".join(said[k : k + 2]) for k in range(0, len(said), 2)) + "; grey: 1x"
 
 
@@ -240,17 +236,16 @@ def sparsity_speedup_figure(ds: xr.Dataset) -> Figure:
         model = top.sel(family=family, n_states=n, setting=p)
         name = f"{family}, n={n}"
         left.plot(p, model["sparsity"].median("seed"), marker="o", color=f"C{k}", label=name)
-        for mode, style in MODE_LINES.items():
-            if mode in ds["mode"].values:
-                speedup = model["speedup"].sel(mode=mode).median("seed")
-                right.plot(
-                    p,
-                    speedup,
-                    marker="o",
-                    linestyle=style,
-                    color=f"C{k}",
-                    label=f"{name}, {MODE_TITLES[mode]}",
-                )
+        for mode in modes_of(ds):
+            speedup = model["speedup"].sel(mode=mode.name).median("seed")
+            right.plot(
+                p,
+                speedup,
+                marker="o",
+                linestyle=mode.line,
+                color=f"C{k}",
+                label=f"{name}, {mode.title}",
+            )
     left.set(
         xlabel="p",
         ylabel="sparsity (fraction of zero entries)",
@@ -302,7 +297,7 @@ def payoff_figure(ds: xr.Dataset) -> Figure:
         axis.set(
             xlabel="fraction of transitions kept (1 - sparsity)",
             ylabel="speedup (exact runtime / top-p runtime)",
-            title=f"{MODE_TITLES[mode]}: fit speedup = {fit.scale:.3g} kept^{fit.exponent:.2f}\n"
+            title=f"{mode_title(mode)}: fit speedup = {fit.scale:.3g} kept^{fit.exponent:.2f}\n"
             f"break-even at kept = {break_even_text(fit)}",
         )
     handles, labels = axes[0].get_legend_handles_labels()
@@ -320,7 +315,7 @@ def pareto_figure(ds: xr.Dataset, cost: str = "runtime") -> Figure:
     """
     scale = 1e6 if cost == "runtime" else 1.0
     unit = COSTS[cost] + (" [us]" if cost == "runtime" else "")
-    pairs, modes = models(ds), modes_of(ds, STEP_MODES)
+    pairs, modes = models(ds), [mode.name for mode in modes_of(ds, stepped)]
     figure = Figure(figsize=(4.6 * len(modes), 3.0 * len(pairs) + 1.4), layout="constrained")
     axes = figure.subplots(len(pairs), len(modes), squeeze=False)
     figure.suptitle(
@@ -352,7 +347,7 @@ def pareto_figure(ds: xr.Dataset, cost: str = "runtime") -> Figure:
             axis.set(
                 xlabel=unit,
                 ylabel="TV at the last step",
-                title=f"{family}, n={n}: {MODE_TITLES[mode]}",
+                title=f"{family}, n={n}: {mode_title(mode)}",
             )
             axis.margins(0.08)  # no marker cut by the frame
             log_scale(axis, "x")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
 
 from pipeline.kinds.base import finite_median
+from pipeline.kinds.methods.modes import Mode, lookup
 from pipeline.kinds.methods.results import variants
 
 METHOD_TITLES = {
@@ -19,23 +21,28 @@ METHOD_TITLES = {
     "lowrank": "low-rank",
     "banded_lowrank": "banded low-rank",
 }
-MODE_TITLES = {
-    "predict": "prediction",
-    "filter": "filtering",
-    "smooth": "smoothing",
-    "decode": "Viterbi decoding",
-}
-STEP_MODES = ("predict", "filter")
-"""The modes whose runs are clocked step by step and whose TV at the last step is the error
-the run carries: the runtime figure and the fronts read these (smoothing's last step is
-filtering's; its error is read over every step, and decoding's as paths)."""
-TV_MODES = ("predict", "filter", "smooth")
-"""The modes that store TV at every step."""
 
 
-def modes_of(ds: xr.Dataset, wanted: tuple[str, ...]) -> list[str]:
-    """The modes of the run among ``wanted``, in the run's order."""
-    return [str(mode) for mode in ds["mode"].values if str(mode) in wanted]
+def modes_of(ds: xr.Dataset, wanted: Callable[[Mode], bool] = lambda mode: True) -> list[Mode]:
+    """The modes of the run (``modes.lookup``) for which ``wanted`` holds, in the run's order:
+    ``stepped`` those whose runs are clocked step by step and whose TV at the last step is
+    the error the run carries (the runtime figure and the fronts read these); ``"tv" in
+    mode.produces`` those that store TV at every step."""
+    found = [lookup(str(name)) for name in ds["mode"].values]
+    return [mode for mode in found if wanted(mode)]
+
+
+def stepped(mode: Mode) -> bool:
+    return mode.stepped
+
+
+def stores_tv(mode: Mode) -> bool:
+    return "tv" in mode.produces
+
+
+def mode_title(mode: str) -> str:
+    """How the report names ``mode``: "filtering"."""
+    return lookup(mode).title
 
 
 def label(method: str, setting: float) -> str:

@@ -17,13 +17,14 @@ from pipeline.kinds.methods.report.paper import PAPER_SIZES
 from pipeline.kinds.methods.report.readings import (
     COSTS,
     METHOD_TITLES,
-    MODE_TITLES,
-    STEP_MODES,
     label,
+    mode_title,
     modes_of,
     pareto,
     payoff,
     points,
+    stepped,
+    stores_tv,
 )
 from pipeline.kinds.methods.results import cells, models, variants
 
@@ -96,7 +97,7 @@ def payoff_table(ds: xr.Dataset) -> str:
         span = f"{fit.kept.min():.3g} to {fit.kept.max():.3g}" if fit.kept.size else "-"
         rows.append(
             [
-                MODE_TITLES[str(mode)],
+                mode_title(str(mode)),
                 str(fit.kept.size),
                 str(int((fit.speedup > 1).sum())),
                 f"{fit.scale:.3g} kept^{fit.exponent:.2f}",
@@ -115,7 +116,7 @@ def _point(point, cost: str = "runtime") -> str:
 
 
 def front_table(ds: xr.Dataset, cost: str = "runtime") -> str:
-    """Per model and mode clocked step by step (``STEP_MODES``): the Pareto front against
+    """Per model and mode clocked step by step (``Mode.stepped``): the Pareto front against
     ``cost`` (``COSTS``), cheapest first.
 
     Each listed point is the most accurate method at its cost: every cheaper
@@ -127,7 +128,7 @@ def front_table(ds: xr.Dataset, cost: str = "runtime") -> str:
     rows = []
     on_front: dict[str, Counter] = {}
     for family, n in models(ds):
-        for mode in modes_of(ds, STEP_MODES):
+        for mode in (m.name for m in modes_of(ds, stepped)):
             front = pareto(points(ds, family, n, str(mode)), cost)
             on_front.setdefault(family, Counter()).update(
                 p.method for p in front if p.method != "exact"
@@ -136,7 +137,7 @@ def front_table(ds: xr.Dataset, cost: str = "runtime") -> str:
                 [
                     family,
                     str(n),
-                    MODE_TITLES[str(mode)],
+                    mode_title(str(mode)),
                     " < ".join(_point(p, cost) for p in front),
                 ]
             )
@@ -209,21 +210,19 @@ def filtering_table(ds: xr.Dataset) -> str:
     return markdown_table(header, rows)
 
 
-WORST = {"smooth": " (worst step)"}
-"""What a column of ``emissions_table`` reads other than the last step: smoothing's worst."""
-
 TRANSITIONS_ONLY = "_transitions"
 """The suffix of the built-in methods that truncate the transitions alone (``topp`` and
 ``topp_transitions``): a store with both of a pair compares them (``emissions_table``)."""
 
 
 def emissions_table(ds: xr.Dataset) -> str:
-    """Filtering TV at the last step and smoothing TV at its worst step (``tv_max``; at the
-    last step a smoothed posterior is the filtered one), medians over seeds, of each method
-    that truncates prior, transitions and emissions beside its variant that truncates the
-    transitions alone, model by model and setting by setting: the difference is the error
-    the truncated emissions add. Empty when the store has no such pair or neither mode."""
-    modes = [m for m in ("filter", "smooth") if m in {str(v) for v in ds["mode"].values}]
+    """In each mode that observes and stores TV, that TV at the last step, or at its worst
+    step in a mode that stores it (``tv_max``: smoothing's, as at the last step a smoothed
+    posterior is the filtered one), medians over seeds, of each method that truncates prior,
+    transitions and emissions beside its variant that truncates the transitions alone, model
+    by model and setting by setting: the difference is the error the truncated emissions
+    add. Empty when the store has no such pair or no such mode."""
+    modes = modes_of(ds, lambda mode: mode.observed and stores_tv(mode))
     pairs = {
         (method, setting)
         for method, setting in variants(ds)
@@ -233,7 +232,8 @@ def emissions_table(ds: xr.Dataset) -> str:
         return ""
     header = ["model", "method"]
     for mode in modes:
-        header += [f"TV {MODE_TITLES[mode]}" + WORST.get(mode, ""), "transitions alone"]
+        worst = " (worst step)" if "tv_max" in mode.produces else ""
+        header += [f"TV {mode.title}{worst}", "transitions alone"]
     header.append("impossible obs.")
     rows = []
     last = ds.isel(t=-1)
@@ -248,14 +248,14 @@ def emissions_table(ds: xr.Dataset) -> str:
             row = [f"{family}, n={n}", label(method, setting)]
             for mode in modes:
                 for where in both:
-                    if mode == "smooth":
-                        cell = ds.sel(where).sel(mode=mode)
+                    if "tv_max" in mode.produces:
+                        cell = ds.sel(where).sel(mode=mode.name)
                         tv = cell["tv_max"].where(cell["done"])
                     else:
-                        cell = last.sel(where).sel(mode=mode)
+                        cell = last.sel(where).sel(mode=mode.name)
                         tv = cell["tv"].where(cell["done"])
                     row.append(_number(finite_median(tv)))
-            cell = last.sel(both[0]).sel(mode=modes[0])
+            cell = last.sel(both[0]).sel(mode=modes[0].name)
             share = finite_median(cell["impossible_observations"].where(cell["done"]))
             row.append("-" if not np.isfinite(share) else f"{share:.0%}")
             rows.append(row)
@@ -277,7 +277,7 @@ def paper_table(rows: list) -> str:
             if not np.isfinite(row.ours)
             else (f"{row.ours:.2f}x" if claim.quantity == "speedup" else f"{row.ours:.4g}")
         )
-        mode = "-" if claim.quantity == "sparsity" else MODE_TITLES[claim.mode]
+        mode = "-" if claim.quantity == "sparsity" else mode_title(claim.mode)
         lines.append(
             [
                 claim.quantity,
