@@ -106,7 +106,7 @@ LAYERS = (
     ("models", "coupled", "learning"),
     ("results",),
     ("sweep", "analysis"),
-    ("analyze", "cli"),
+    ("analyze", "cli", "testing"),
 )
 """The packages and modules of ``pipeline``, lowest layer first (``docs/development.md``)."""
 

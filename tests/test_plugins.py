@@ -285,3 +285,16 @@ def test_a_plugin_sweep_kind_is_swept_resumed_and_reported(example, tmp_path):
         "error: training.max_epochs: is a key of kind=training, which this config does not "
         "choose; allowed: kind=training (or an experiment of that kind) with it"
     )
+
+
+@pytest.mark.slow
+def test_the_example_holds_what_it_registers_to_the_contract_suites(example):
+    """The example's own tests (``examples/pipeline-ring/tests``: ``pipeline.testing`` on its
+    family, method and kind) pass, run by pytest with the example installed."""
+    source = example.parent / "source"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=source, env=on_path(example), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 passed" in result.stdout, result.stdout
