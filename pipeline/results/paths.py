@@ -12,9 +12,9 @@ import enum
 import json
 from pathlib import Path
 
-from pipeline.kinds import known_names
 from pipeline.results.base import FORMAT, StoreError
 from pipeline.results.durable import is_temporary
+from pipeline.results.kinds import known_names
 from pipeline.results.manifest import read_bounded
 
 METADATA = "zarr.json"

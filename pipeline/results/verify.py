@@ -21,10 +21,9 @@ import numpy as np
 import zarr
 from zarr.core.metadata import ArrayV3Metadata
 
-from pipeline.kinds import KINDS
-from pipeline.kinds.base import Schema
 from pipeline.results import manifest
 from pipeline.results.base import kind_of
+from pipeline.results.kinds import KINDS
 from pipeline.results.manifest import MANIFEST, file_problem
 from pipeline.results.paths import (
     METADATA,
@@ -34,6 +33,7 @@ from pipeline.results.paths import (
     metadata_problem,
     root_problem,
 )
+from pipeline.results.schema import Schema
 
 ROOT = ""
 """The ``array`` of a ``Chunk`` that stands for the store's root metadata (``zarr.json``)."""

@@ -1,5 +1,5 @@
 """Every built-in sweep kind is one folder holding the files ``docs/development.md`` lists
-("A sweep kind"), named once in ``pipeline.kinds.BUILTIN``, and passes the contract every
+("A sweep kind"), named once in ``pipeline.results.kinds.BUILTIN``, and passes the contract every
 kind passes (``pipeline.testing.kinds``): its schema, its sweep's interface, the grid of an
 experiment of it."""
 
@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from pipeline.kinds import BUILTIN
-from pipeline.kinds.base import Record, Schema, Variable, status_variables
+from pipeline.results.kinds import BUILTIN, KINDS
+from pipeline.results.schema import Record, Schema, Variable, status_variables
 from pipeline.testing import check_kind
 
 from helpers import REPOSITORY
@@ -59,7 +59,8 @@ def test_a_kind_is_one_folder_and_passes_the_contract(name):
     for file in listed_files():
         package = folder / file.removesuffix(".py") / "__init__.py"
         assert (folder / file).is_file() or package.is_file(), f"{name}: {file}"
-    kind = BUILTIN[name]
+    assert BUILTIN[name] == f"pipeline.kinds.{name}:KIND"
+    kind = KINDS[name]
     assert kind.sweep == f"pipeline.kinds.{name}.sweep"
     assert kind.report == f"pipeline.kinds.{name}.report:analyze"
     check_kind(name, f"experiment={EXPERIMENTS[name]}")

@@ -27,7 +27,7 @@ from typing import cast
 import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import (
+from pipeline.results.schema import (
     Record,
     Schema,
     Variable,

@@ -7,8 +7,8 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import finite_median
 from pipeline.kinds.methods.results import variants
+from pipeline.results.schema import finite_median
 
 METHOD_TITLES = {
     "topp": "top-p",

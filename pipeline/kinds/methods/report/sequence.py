@@ -11,11 +11,11 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from pipeline.kinds.base import finite_median
 from pipeline.kinds.methods.report.figures import legend, log_scale, styles
 from pipeline.kinds.methods.report.readings import label
 from pipeline.kinds.methods.report.tables import markdown_table
 from pipeline.kinds.methods.results import cells, models
+from pipeline.results.schema import finite_median
 
 
 def _median(values) -> float:
