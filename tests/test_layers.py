@@ -5,7 +5,7 @@ higher layer (``docs/development.md``). Run: ``import pipeline`` loads no store 
 library, and the ``HMM`` container with inference loads nothing above them (no family, no
 HMM LM code, no corpus, no approximation method). What ``python -X importtime -c "import
 pipeline.inference"`` lists is what ``sys.modules`` holds afterwards; one process checks
-both imports."""
+both imports, and that ``pipeline.testing`` imports no pytest, Dask or Hydra."""
 
 import ast
 import json
@@ -183,7 +183,10 @@ import pipeline
 package = sorted(sys.modules)
 import pipeline.hmm, pipeline.inference
 inference = sorted(sys.modules)
-print(json.dumps([package, inference, pipeline.open_results is pipeline.results.open_results]))
+import pipeline.testing
+testing = sorted(sys.modules)
+lazy = pipeline.open_results is pipeline.results.open_results
+print(json.dumps([package, inference, testing, lazy]))
 """
 
 
@@ -194,9 +197,12 @@ def _within(modules: list[str], packages: tuple[str, ...]) -> list[str]:
 
 @pytest.mark.slow
 def test_the_package_and_inference_import_nothing_above_them():
+    """Nor do the contract suites import pytest, the cluster or the config until a check
+    that needs them runs."""
     result = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    package, inference, lazy = json.loads(result.stdout)
+    package, inference, testing, lazy = json.loads(result.stdout)
+    assert _within(testing, ("pytest", "dask", "distributed", "hydra", "omegaconf")) == []
     assert _within(package, STORE_AND_CLUSTER) == []
     assert "pipeline.results" not in package
     assert {"pipeline.hmm", "pipeline.inference", "pipeline.limits"} <= set(inference)
