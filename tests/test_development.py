@@ -43,6 +43,15 @@ def test_every_file_the_tour_names_exists():
     assert [path for path in sorted(named) if not _exists(path)] == []
 
 
+def test_every_table_the_tour_names_is_in_its_file():
+    """``BUILTIN`` of ``pipeline/methods/__init__.py``: the file assigns (or defines) that name."""
+    named = re.findall(r"`(\w+)`\s+of\s+`([\w/.]+\.py)`", TOUR)
+    assert len(named) >= 8
+    for name, path in named:
+        text = (REPOSITORY / path).read_text()
+        assert re.search(rf"^(class {name}\b|{name}\b.*=)", text, flags=re.M), (name, path)
+
+
 def test_the_example_registers_what_the_tour_says():
     project = tomllib.loads((REPOSITORY / "examples/pipeline-ring/pyproject.toml").read_text())
     registered = {
