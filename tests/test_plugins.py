@@ -98,6 +98,16 @@ def test_a_plugin_named_like_a_builtin_is_an_error_naming_its_entry_point(site):
     assert registry.lookup("topp") is BUILTIN_METHODS["topp"]
 
 
+def test_a_builtin_named_as_an_entry_point_is_loaded_on_first_use():
+    """A registry below what it lists (``pipeline.results.kinds``) names its built-ins as
+    entry points do, ``module:attribute``; listing them imports nothing."""
+    registry = Registry("codec", "pipeline.nothing", {"dumps": "json:dumps", "bell": "nope:x"})
+    assert registry.names() == ["dumps", "bell"]
+    assert registry["dumps"] is json.dumps and registry.lookup("dumps") is json.dumps
+    with pytest.raises(ModuleNotFoundError, match="nope"):
+        registry["bell"]
+
+
 # --- end to end: the example package pip-installed, a saved .npz, broken and clashing plug-ins
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pipeline-ring"
