@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from pipeline.results.kinds import BUILTIN, KINDS
+from pipeline.results.registry import BUILTIN, KINDS
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.config.reference import Key, cluster_entries, experiments, keys
 from pipeline.sweep.config.schema import (

@@ -46,7 +46,7 @@ class Registry(Mapping[str, T], Generic[T]):
     registers is a ``KeyError``; a plug-in that cannot be used is a ``PluginError``. A
     built-in given as a string, ``"module:attribute"``, is imported as an entry point's
     object is, on first use: for a registry below the objects it lists
-    (``pipeline.results.kinds``).
+    (``pipeline.results.registry``).
     """
 
     def __init__(self, kind: str, group: str, builtins: Mapping[str, T | str]):

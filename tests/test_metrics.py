@@ -20,7 +20,7 @@ from pipeline.metrics import (
 from pipeline.models import build_model
 from pipeline.operators import LowRank, SparsePlusRankOne
 from pipeline.testing.formats import brute_force_gamma
-from pipeline.testing.models import random_stochastic
+from pipeline.testing.random_models import random_stochastic
 
 from helpers import random_low_rank, random_structured
 

@@ -99,7 +99,7 @@ def test_a_plugin_named_like_a_builtin_is_an_error_naming_its_entry_point(site):
 
 
 def test_a_builtin_named_as_an_entry_point_is_loaded_on_first_use():
-    """A registry below what it lists (``pipeline.results.kinds``) names its built-ins as
+    """A registry below what it lists (``pipeline.results.registry``) names its built-ins as
     entry points do, ``module:attribute``; listing them imports nothing."""
     registry = Registry("codec", "pipeline.nothing", {"dumps": "json:dumps", "bell": "nope:x"})
     assert registry.names() == ["dumps", "bell"]

@@ -5,7 +5,7 @@ and ``report`` (figures and Markdown: no Dask, no Hydra); ``docs/development.md`
 kind", says what each holds.
 
 The kinds use the engine and the reports, so they sit above both; the registry every layer
-looks a kind up in is below them, ``pipeline.results.kinds`` (``KINDS``), and names each
+looks a kind up in is below them, ``pipeline.results.registry`` (``KINDS``), and names each
 built-in kind's folder once, in ``BUILTIN``. Importing a kind's package imports its
 ``results`` only.
 """

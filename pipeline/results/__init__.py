@@ -11,7 +11,7 @@ and why it may be NaN, and the summary table the sweep prints:
 - ``coupled``: structured mean field and chain-wise Viterbi in weakly coupled HMMs;
 - ``kernel_features``: random feature maps against the softmax they approximate;
 
-and those installed packages add: ``KINDS`` (``kinds``) maps every name to its
+and those installed packages add: ``KINDS`` (``registry``) maps every name to its
 ``Kind``, the registry every layer looks a kind up in. This package holds what every store
 shares: the schema's parts (``schema``), the store's format and kind (``base``), the
 files' durability (``durable``) and manifests (``manifest``), what a path holds
@@ -29,8 +29,8 @@ from pathlib import Path
 import xarray as xr
 
 from pipeline.results.base import FORMAT, StoreError, kind_of
-from pipeline.results.kinds import KINDS, Kind, schema
 from pipeline.results.paths import Found, found, require_results
+from pipeline.results.registry import KINDS, Kind, schema
 from pipeline.results.schema import Schema, Variable, status_variables
 from pipeline.results.verify import damage, damage_line
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pipeline.results.base import FORMAT, StoreError
 from pipeline.results.durable import is_temporary
-from pipeline.results.kinds import known_names
 from pipeline.results.manifest import read_bounded
+from pipeline.results.registry import known_names
 
 METADATA = "zarr.json"
 

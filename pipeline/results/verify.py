@@ -23,7 +23,6 @@ from zarr.core.metadata import ArrayV3Metadata
 
 from pipeline.results import manifest
 from pipeline.results.base import kind_of
-from pipeline.results.kinds import KINDS
 from pipeline.results.manifest import MANIFEST, file_problem
 from pipeline.results.paths import (
     METADATA,
@@ -33,6 +32,7 @@ from pipeline.results.paths import (
     metadata_problem,
     root_problem,
 )
+from pipeline.results.registry import KINDS
 from pipeline.results.schema import Schema
 
 ROOT = ""

@@ -8,14 +8,18 @@ what a built-in passes, a plug-in can be held to with the same checks.
   (``methods``);
 - ``check_family(name, n_states, **params)``: a model family (``pipeline.models``)
   (``families``);
-- ``check_kind(name)``: a sweep kind (``pipeline.kinds``): its schema, its sweep's
-  interface, its default grid (``kinds``).
+- ``check_kind(name, *overrides)``: a sweep kind (``pipeline.kinds``): its schema, its
+  sweep's interface, the grid of a config of it (``kinds``).
 
-Methods, families and kinds are named as they are registered, so a plug-in is checked as a
-sweep finds it, through its entry point (install the package first, ``pip install -e .``).
-Each check is a plain function that raises ``AssertionError`` naming what is wrong, so a
-test calls it as it is; each module's ``CHECKS`` lists its checks one by one, for a test
-parametrised over them. Importing this module imports neither pytest, nor Hydra, nor Dask:
+Each module is named after the registry or package whose contract it holds (``formats``
+for ``pipeline.operators``, ``methods``, ``families`` for ``pipeline.models``, ``kinds``), so
+a plug-in author finds the suite by what they wrote; ``random_models`` draws the random
+matrices and HMMs the suites run on. Methods, families and kinds are named as they are
+registered, so a plug-in is checked as a sweep finds it, through its entry point (install
+the package first, ``pip install -e .``). Each check is a plain function that raises
+``AssertionError`` naming what is wrong, so a test calls it as it is; each module's
+``CHECKS`` lists its checks one by one, for a test parametrised over them. Importing this
+module imports neither pytest, nor Hydra, nor Dask:
 ``check_method`` imports the sweep's tasks, and ``check_kind`` the config and the engine,
 when called.
 

@@ -27,7 +27,7 @@ from pipeline.methods import approximate, check_setting
 from pipeline.metrics import total_variation
 from pipeline.models import build_model
 from pipeline.operators import toarray
-from pipeline.testing.models import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 FAMILIES: dict[str, dict[str, Any]] = {
     "bell": {},

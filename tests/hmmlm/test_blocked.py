@@ -16,7 +16,7 @@ from pipeline.hmmlm.parameters import Parameters, gradient, initial, softmax_row
 from pipeline.hmmlm.parameters import transition_matrix as unblocked_transition
 from pipeline.inference import filtering, smoothing
 from pipeline.operators import entry_rows, toarray
-from pipeline.testing.models import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 from helpers import (
     array_leaves,

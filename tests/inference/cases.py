@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from pipeline.methods import approximate
 from pipeline.models import HMM, build_model
 from pipeline.operators import toarray
-from pipeline.testing.models import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 from helpers import random_low_rank, random_structured
 

@@ -15,7 +15,7 @@ from pipeline.inference import FilterBatchResult, FilterResult, filtering, filte
 from pipeline.methods.topp import topp_hmm
 from pipeline.models import HMM, build_model
 from pipeline.operators import toarray
-from pipeline.testing.models import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 from helpers import algorithm_1, brute_force_filter
 

@@ -7,7 +7,7 @@ from pipeline import sampling
 from pipeline.inference import Sample, SampleBatch, sample
 from pipeline.models import HMM
 from pipeline.operators import toarray
-from pipeline.testing.models import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 from helpers import random_low_rank, random_structured
 

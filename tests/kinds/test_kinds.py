@@ -1,5 +1,5 @@
 """Every built-in sweep kind is one folder holding the files ``docs/development.md`` lists
-("A sweep kind"), named once in ``pipeline.results.kinds.BUILTIN``, and passes the contract every
+("A sweep kind"), named once in ``pipeline.results.registry.BUILTIN``, and passes the contract every
 kind passes (``pipeline.testing.kinds``): its schema, its sweep's interface, the grid of an
 experiment of it."""
 
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from pipeline.results.kinds import BUILTIN, KINDS
+from pipeline.results.registry import BUILTIN, KINDS
 from pipeline.results.schema import Record, Schema, Variable, status_variables
 from pipeline.testing import check_kind
 

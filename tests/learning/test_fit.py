@@ -16,7 +16,7 @@ from pipeline.learning import VARIANCE_FLOOR, Categorical, Gaussian, fit
 from pipeline.methods import approximate
 from pipeline.models import HMM, build_model
 from pipeline.operators import toarray
-from pipeline.testing.models import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 from helpers import random_low_rank, random_structured
 

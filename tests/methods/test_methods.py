@@ -13,7 +13,7 @@ from pipeline.methods import BUILTIN, approximate, check_setting
 from pipeline.models import build_model
 from pipeline.operators import toarray
 from pipeline.testing import methods
-from pipeline.testing.models import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 SETTINGS = {
     "topp": [0.5, 0.9, 1.0],

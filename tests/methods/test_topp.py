@@ -10,7 +10,7 @@ from pipeline.methods.topp import kept_mass, topp_hmm, topp_matrix, topp_vector
 from pipeline.metrics import total_variation
 from pipeline.models import build_model
 from pipeline.models.weather import STATES
-from pipeline.testing.models import random_stochastic
+from pipeline.testing.random_models import random_stochastic
 
 from helpers import algorithm_1, random_structured
 

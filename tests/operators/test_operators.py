@@ -24,7 +24,7 @@ from pipeline.operators import LowRank, SparsePlusRankOne
 from pipeline.operators.lowrank import factor_doeblin_bound
 from pipeline.testing import formats
 from pipeline.testing.formats import random_weights
-from pipeline.testing.models import random_stochastic
+from pipeline.testing.random_models import random_stochastic
 
 from helpers import random_low_rank, random_structured
 

@@ -3,14 +3,14 @@
 import subprocess
 import sys
 
-from pipeline.results.kinds import BUILTIN, KINDS
+from pipeline.results.registry import BUILTIN, KINDS
 
 
 def test_reading_results_imports_neither_hydra_nor_the_sweep():
     """Nor does any built-in kind's report, imported as ``analyze`` imports it."""
     code = (
         "import sys, pipeline.analysis, pipeline.results, pipeline.analyze\n"
-        "from pipeline.results.kinds import BUILTIN, KINDS\n"
+        "from pipeline.results.registry import BUILTIN, KINDS\n"
         "reports = [KINDS[name].load('report') for name in BUILTIN]\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('hydra', 'dask')"
         " or m.startswith('pipeline.sweep') or m == 'distributed')\n"

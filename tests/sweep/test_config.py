@@ -18,7 +18,7 @@ from omegaconf import ListConfig, OmegaConf
 
 from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.results import SCHEMA
-from pipeline.results.kinds import KINDS
+from pipeline.results.registry import KINDS
 from pipeline.sweep import run
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.cluster import connect

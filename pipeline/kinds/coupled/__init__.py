@@ -5,7 +5,7 @@ inference and top-p in weakly coupled HMMs (a ``coupled`` section).
 """
 
 from pipeline.kinds.coupled.results import SCHEMA
-from pipeline.results.kinds import Kind
+from pipeline.results.registry import Kind
 
 KIND = Kind(
     SCHEMA, sweep="pipeline.kinds.coupled.sweep", report="pipeline.kinds.coupled.report:analyze"

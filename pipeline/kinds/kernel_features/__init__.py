@@ -5,7 +5,7 @@
 """
 
 from pipeline.kinds.kernel_features.results import SCHEMA
-from pipeline.results.kinds import Kind
+from pipeline.results.registry import Kind
 
 KIND = Kind(
     SCHEMA,

@@ -5,7 +5,7 @@ the same data (a ``learning`` section).
 """
 
 from pipeline.kinds.learning.results import SCHEMA
-from pipeline.results.kinds import Kind
+from pipeline.results.registry import Kind
 
 KIND = Kind(
     SCHEMA,

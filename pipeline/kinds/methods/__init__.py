@@ -5,7 +5,7 @@ cell by cell, over the top-level keys ``grid``, ``model`` and ``timing``.
 """
 
 from pipeline.kinds.methods.results import SCHEMA
-from pipeline.results.kinds import Kind
+from pipeline.results.registry import Kind
 
 KIND = Kind(
     SCHEMA, sweep="pipeline.kinds.methods.sweep", report="pipeline.kinds.methods.report:analyze"

@@ -5,7 +5,7 @@ parameterisations and seeds, beside Kneser-Ney baselines (a ``training`` section
 """
 
 from pipeline.kinds.training.results import SCHEMA
-from pipeline.results.kinds import Kind
+from pipeline.results.registry import Kind
 
 KIND = Kind(
     SCHEMA, sweep="pipeline.kinds.training.sweep", report="pipeline.kinds.training.report:analyze"
