@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from pipeline.kinds import BUILTIN
+from pipeline.results.registry import BUILTIN, KINDS
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.config.reference import Key, cluster_entries, experiments, keys
 from pipeline.sweep.config.schema import (
@@ -103,8 +103,8 @@ def results_page() -> str:
         "dims, units and meaning, and, where a finished cell may hold NaN, why (the variable's",
         "`missing` attribute). Open a store with `xr.open_zarr(path)`.",
     ]
-    for name, kind in BUILTIN.items():
-        schema = kind.schema
+    for name in BUILTIN:
+        schema = KINDS[name].schema
         lines += [
             "",
             f"## {name}",

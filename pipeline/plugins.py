@@ -43,10 +43,13 @@ class Registry(Mapping[str, T], Generic[T]):
 
     Iterating lists every name that can be used (built-ins, then plug-ins by name) and
     imports every plug-in; looking one up imports only that one, once. A name nothing
-    registers is a ``KeyError``; a plug-in that cannot be used is a ``PluginError``.
+    registers is a ``KeyError``; a plug-in that cannot be used is a ``PluginError``. A
+    built-in given as a string, ``"module:attribute"``, is imported as an entry point's
+    object is, on first use: for a registry below the objects it lists
+    (``pipeline.results.registry``).
     """
 
-    def __init__(self, kind: str, group: str, builtins: Mapping[str, T]):
+    def __init__(self, kind: str, group: str, builtins: Mapping[str, T | str]):
         self.kind, self.group = kind, group
         self._builtins = dict(builtins)
         self._entries: dict[str, importlib.metadata.EntryPoint] | None = None
@@ -87,7 +90,12 @@ class Registry(Mapping[str, T], Generic[T]):
         if name in self._problems and name in self._builtins:
             raise PluginError(self._problems[name])
         if name in self._builtins:
-            return self._builtins[name]
+            found = self._builtins[name]
+            if isinstance(found, str):
+                found = self._builtins[name] = importlib.metadata.EntryPoint(
+                    name, found, self.group
+                ).load()
+            return found
         if name in self._discover():
             return self._load(name)
         raise KeyError(name)

@@ -12,28 +12,9 @@ from inference import brute_force
 from pipeline.hmmlm.data import part
 from pipeline.kernels.select import TOLERANCE
 from pipeline.kinds.methods.results import MEASURED
-from pipeline.models import HMM
 from pipeline.operators import LowRank, SparsePlusRankOne, entry_rows
 
 # --- random models -------------------------------------------------------------------------
-
-
-def random_stochastic(rng: np.random.Generator, rows: int, columns: int, zeros: float = 0.0):
-    """A row-stochastic matrix with about a fraction ``zeros`` of exact zeros (never a zero row)."""
-    matrix = rng.random((rows, columns))
-    matrix[rng.random((rows, columns)) < zeros] = 0.0
-    matrix[np.arange(rows), rng.integers(0, columns, rows)] += 0.1
-    return matrix / matrix.sum(axis=1, keepdims=True)
-
-
-def random_hmm(seed, n, m, zeros=0.0) -> HMM:
-    """A dense HMM with random rows (about a fraction ``zeros`` of exact zeros)."""
-    rng = np.random.default_rng(seed)
-    return HMM(
-        random_stochastic(rng, 1, n, zeros)[0],
-        random_stochastic(rng, n, n, zeros),
-        random_stochastic(rng, n, m, zeros),
-    )
 
 
 def random_structured(seed, n, m, constant_v=True, density=0.2) -> SparsePlusRankOne:
@@ -85,12 +66,6 @@ def algorithm_1(v, p):
     out = np.zeros(len(v))
     out[kept] = np.asarray(v)[kept] / total
     return out
-
-
-def brute_force_gamma(T: np.ndarray) -> float:
-    """The minimal mixing rate by every pair of rows of a dense matrix."""
-    n = len(T)
-    return min(np.minimum(T[i], T[k]).sum() for i in range(n) for k in range(n) if i != k)
 
 
 def brute_force_filter(prior, T, E, observations):

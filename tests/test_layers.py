@@ -5,7 +5,7 @@ higher layer (``docs/development.md``). Run: ``import pipeline`` loads no store 
 library, and the ``HMM`` container with inference loads nothing above them (no family, no
 HMM LM code, no corpus, no approximation method). What ``python -X importtime -c "import
 pipeline.inference"`` lists is what ``sys.modules`` holds afterwards; one process checks
-both imports."""
+both imports, and that ``pipeline.testing`` imports no pytest, Dask or Hydra."""
 
 import ast
 import json
@@ -106,26 +106,16 @@ LAYERS = (
     ("models", "coupled", "learning"),
     ("results",),
     ("sweep", "analysis"),
-    ("analyze", "cli"),
+    ("kinds",),
+    ("analyze", "cli", "testing"),
 )
-"""The packages and modules of ``pipeline``, lowest layer first (``docs/development.md``)."""
-
-
-KIND_PARTS = {"results": "results", "modes": "results", "report": "analysis"}
-"""The layer of a part of a sweep kind (``pipeline.kinds.<kind>.<part>``) by its name: what its
-stores hold is read with results, as are the methods kind's modes (the schema, the sweep and
-the report ask them), its report with the analysis; the rest (its config, grid, tasks and
-sweep) is the sweep's. The registry and each kind's ``__init__`` are results'."""
+"""The packages and modules of ``pipeline``, lowest layer first: the one list of the layers
+(``docs/development.md`` tours them in this order, checked by ``tests/test_development``)."""
 
 
 def layer(module: str) -> tuple[int, str]:
-    """The layer of ``module`` (its index in ``LAYERS``) and its part of the layer."""
-    parts = module.split(".")[1:]
-    part = parts[0]
-    if part == "kinds" and parts[1:2] != ["base"]:
-        part = KIND_PARTS.get(parts[2], "sweep") if len(parts) > 2 else "results"
-    elif part == "kinds":
-        part = "results"
+    """The layer of ``module`` (its index in ``LAYERS``) and its package (or top-level module)."""
+    part = module.split(".")[1]
     (at,) = [k for k, names in enumerate(LAYERS) if part in names]
     return at, part
 
@@ -139,9 +129,11 @@ def test_a_circle_is_found_however_far_round():
     assert circles(graph) == [["a", "b", "c"]]
 
 
-def test_no_module_imports_a_higher_layer_and_the_sweep_and_reports_stay_apart():
+def out_of_order(graph: dict[str, set[str]]) -> tuple[list[str], list[str]]:
+    """The imports of ``graph`` from a lower layer up, and those between the sweep and the
+    reports, each ``"module -> imported"``."""
     upward, across = [], []
-    for module, imported in import_graph().items():
+    for module, imported in graph.items():
         if module == "pipeline":  # the package's face: it imports nothing until asked
             continue
         for other in imported - {"pipeline"}:  # its version, which every layer may read
@@ -150,7 +142,24 @@ def test_no_module_imports_a_higher_layer_and_the_sweep_and_reports_stay_apart()
                 upward.append(f"{module} -> {other}")
             elif {part, other_part} == {"sweep", "analysis"}:
                 across.append(f"{module} -> {other}")
-    assert upward == [] and across == []
+    return upward, across
+
+
+def test_no_module_imports_a_higher_layer_and_the_sweep_and_reports_stay_apart():
+    assert out_of_order(import_graph()) == ([], [])
+
+
+def test_an_import_from_a_lower_layer_up_is_found():
+    """The registry read by every layer imported from the kinds above them, as it once was."""
+    graph = {
+        "pipeline.results.paths": {"pipeline.kinds", "pipeline.plugins"},
+        "pipeline.sweep.kind": {"pipeline.analysis.base", "pipeline.results"},
+        "pipeline.kinds": {"pipeline.sweep.kind"},
+    }
+    assert out_of_order(graph) == (
+        ["pipeline.results.paths -> pipeline.kinds"],
+        ["pipeline.sweep.kind -> pipeline.analysis.base"],
+    )
 
 
 STORE_AND_CLUSTER = ("xarray", "zarr", "dask", "distributed", "hydra", "omegaconf")
@@ -174,7 +183,10 @@ import pipeline
 package = sorted(sys.modules)
 import pipeline.hmm, pipeline.inference
 inference = sorted(sys.modules)
-print(json.dumps([package, inference, pipeline.open_results is pipeline.results.open_results]))
+import pipeline.testing
+testing = sorted(sys.modules)
+lazy = pipeline.open_results is pipeline.results.open_results
+print(json.dumps([package, inference, testing, lazy]))
 """
 
 
@@ -185,9 +197,12 @@ def _within(modules: list[str], packages: tuple[str, ...]) -> list[str]:
 
 @pytest.mark.slow
 def test_the_package_and_inference_import_nothing_above_them():
+    """Nor do the contract suites import pytest, the cluster or the config until a check
+    that needs them runs."""
     result = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    package, inference, lazy = json.loads(result.stdout)
+    package, inference, testing, lazy = json.loads(result.stdout)
+    assert _within(testing, ("pytest", "dask", "distributed", "hydra", "omegaconf")) == []
     assert _within(package, STORE_AND_CLUSTER) == []
     assert "pipeline.results" not in package
     assert {"pipeline.hmm", "pipeline.inference", "pipeline.limits"} <= set(inference)

@@ -19,8 +19,10 @@ from pipeline.metrics import (
 )
 from pipeline.models import build_model
 from pipeline.operators import LowRank, SparsePlusRankOne
+from pipeline.testing.formats import brute_force_gamma
+from pipeline.testing.random_models import random_stochastic
 
-from helpers import brute_force_gamma, random_low_rank, random_stochastic, random_structured
+from helpers import random_low_rank, random_structured
 
 
 def test_total_variation():

@@ -98,6 +98,16 @@ def test_a_plugin_named_like_a_builtin_is_an_error_naming_its_entry_point(site):
     assert registry.lookup("topp") is BUILTIN_METHODS["topp"]
 
 
+def test_a_builtin_named_as_an_entry_point_is_loaded_on_first_use():
+    """A registry below what it lists (``pipeline.results.registry``) names its built-ins as
+    entry points do, ``module:attribute``; listing them imports nothing."""
+    registry = Registry("codec", "pipeline.nothing", {"dumps": "json:dumps", "bell": "nope:x"})
+    assert registry.names() == ["dumps", "bell"]
+    assert registry["dumps"] is json.dumps and registry.lookup("dumps") is json.dumps
+    with pytest.raises(ModuleNotFoundError, match="nope"):
+        registry["bell"]
+
+
 # --- end to end: the example package pip-installed, a saved .npz, broken and clashing plug-ins
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pipeline-ring"
@@ -285,3 +295,16 @@ def test_a_plugin_sweep_kind_is_swept_resumed_and_reported(example, tmp_path):
         "error: training.max_epochs: is a key of kind=training, which this config does not "
         "choose; allowed: kind=training (or an experiment of that kind) with it"
     )
+
+
+@pytest.mark.slow
+def test_the_example_holds_what_it_registers_to_the_contract_suites(example):
+    """The example's own tests (``examples/pipeline-ring/tests``: ``pipeline.testing`` on its
+    family, method and kind) pass, run by pytest with the example installed."""
+    source = example.parent / "source"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=source, env=on_path(example), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 passed" in result.stdout, result.stdout

@@ -8,7 +8,6 @@ from pathlib import Path
 import xarray as xr
 
 from pipeline.analysis.base import Analysis
-from pipeline.kinds.base import text_table
 from pipeline.results import (
     KINDS,
     StoreError,
@@ -19,6 +18,7 @@ from pipeline.results import (
     open_results,
     require_results,
 )
+from pipeline.results.schema import text_table
 from pipeline.results.verify import ROOT, Chunk, chunks
 
 

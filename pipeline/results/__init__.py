@@ -11,8 +11,9 @@ and why it may be NaN, and the summary table the sweep prints:
 - ``coupled``: structured mean field and chain-wise Viterbi in weakly coupled HMMs;
 - ``kernel_features``: random feature maps against the softmax they approximate;
 
-and those installed packages add: ``KINDS`` (``pipeline.kinds``) maps every name to its
-``Kind``. This package holds what every store shares: the schema's parts (``base``), the
+and those installed packages add: ``KINDS`` (``registry``) maps every name to its
+``Kind``, the registry every layer looks a kind up in. This package holds what every store
+shares: the schema's parts (``schema``), the store's format and kind (``base``), the
 files' durability (``durable``) and manifests (``manifest``), what a path holds
 (``paths``) and the checks of its chunks (``verify``).
 
@@ -27,10 +28,10 @@ from pathlib import Path
 
 import xarray as xr
 
-from pipeline.kinds import KINDS, Kind, schema
-from pipeline.kinds.base import Schema, Variable, status_variables
 from pipeline.results.base import FORMAT, StoreError, kind_of
 from pipeline.results.paths import Found, found, require_results
+from pipeline.results.registry import KINDS, Kind, schema
+from pipeline.results.schema import Schema, Variable, status_variables
 from pipeline.results.verify import damage, damage_line
 
 

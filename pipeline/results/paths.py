@@ -12,10 +12,10 @@ import enum
 import json
 from pathlib import Path
 
-from pipeline.kinds import known_names
 from pipeline.results.base import FORMAT, StoreError
 from pipeline.results.durable import is_temporary
 from pipeline.results.manifest import read_bounded
+from pipeline.results.registry import known_names
 
 METADATA = "zarr.json"
 

@@ -21,8 +21,6 @@ import numpy as np
 import zarr
 from zarr.core.metadata import ArrayV3Metadata
 
-from pipeline.kinds import KINDS
-from pipeline.kinds.base import Schema
 from pipeline.results import manifest
 from pipeline.results.base import kind_of
 from pipeline.results.manifest import MANIFEST, file_problem
@@ -34,6 +32,8 @@ from pipeline.results.paths import (
     metadata_problem,
     root_problem,
 )
+from pipeline.results.registry import KINDS
+from pipeline.results.schema import Schema
 
 ROOT = ""
 """The ``array`` of a ``Chunk`` that stands for the store's root metadata (``zarr.json``)."""

@@ -19,8 +19,8 @@ from typing import NamedTuple
 import xarray as xr
 from distributed import Client, as_completed, performance_report
 
-from pipeline.kinds.base import Schema
 from pipeline.results import open_results
+from pipeline.results.schema import Schema
 from pipeline.sweep.bounds import check_bounds, check_room
 from pipeline.sweep.cluster import (
     WorkerWatch,
@@ -141,7 +141,7 @@ def _values(record, schema: Schema) -> dict[str, object]:
     if not isinstance(record, schema.record):
         raise TypeError(
             f"a cell of the {schema.name} kind returned a {type(record).__name__}; its tasks "
-            f"return a {schema.record.__name__} (pipeline.kinds.base.Record)"
+            f"return a {schema.record.__name__} (pipeline.results.schema.Record)"
         )
     return record.values()
 

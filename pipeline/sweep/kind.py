@@ -2,7 +2,7 @@
 kinds ``installed``.
 
 A sweep kind turns a config section into cells, runs them as Dask tasks and names what its
-store holds (a ``pipeline.results`` schema). ``pipeline.kinds.KINDS`` registers them by
+store holds (a ``pipeline.results`` schema). ``pipeline.results.registry.KINDS`` registers them by
 the store's ``kind`` attribute; the engine (``pipeline.sweep.engine``) looks the kind up and
 runs any kind the same way: resume, progress, failures, flushes. This module imports no
 config: the config's schema is assembled from the kinds it lists.
@@ -24,8 +24,8 @@ import xarray as xr
 from dask import delayed
 from distributed import Client, Future
 
-from pipeline.kinds import KINDS
-from pipeline.kinds.base import Schema
+from pipeline.results.registry import KINDS
+from pipeline.results.schema import Schema
 
 _DTYPES = {str: object, int: np.int64, float: np.float64}
 """A coordinate's dtype by the type of its values."""

@@ -9,8 +9,8 @@ import numpy as np
 import xarray as xr
 from zarr.codecs import Crc32cCodec, ZstdCodec
 
-from pipeline.kinds.base import Schema, Variable
 from pipeline.results import FORMAT
+from pipeline.results.schema import Schema, Variable
 from pipeline.sweep.kind import Grid
 from pipeline.sweep.timing import WARMUP
 

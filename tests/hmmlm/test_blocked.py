@@ -16,12 +16,12 @@ from pipeline.hmmlm.parameters import Parameters, gradient, initial, softmax_row
 from pipeline.hmmlm.parameters import transition_matrix as unblocked_transition
 from pipeline.inference import filtering, smoothing
 from pipeline.operators import entry_rows, toarray
+from pipeline.testing.random_models import random_hmm
 
 from helpers import (
     array_leaves,
     brute_force_log_evidence,
     finite_difference_errors,
-    random_hmm,
     random_low_rank,
 )
 

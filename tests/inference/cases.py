@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 from pipeline.methods import approximate
 from pipeline.models import HMM, build_model
 from pipeline.operators import toarray
+from pipeline.testing.random_models import random_hmm
 
-from helpers import random_hmm, random_low_rank, random_structured
+from helpers import random_low_rank, random_structured
 
 FORMATS = {
     "dense": lambda seed, n: random_hmm(seed, n, 1).transition,

@@ -15,8 +15,9 @@ from pipeline.inference import FilterBatchResult, FilterResult, filtering, filte
 from pipeline.methods.topp import topp_hmm
 from pipeline.models import HMM, build_model
 from pipeline.operators import toarray
+from pipeline.testing.random_models import random_hmm
 
-from helpers import algorithm_1, brute_force_filter, random_hmm
+from helpers import algorithm_1, brute_force_filter
 
 
 def as_sparse(hmm):

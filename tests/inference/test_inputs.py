@@ -2,8 +2,7 @@ import numpy as np
 import pytest
 
 from pipeline.inference.inputs import SCALE_RANGE, read_evidence, read_initial
-
-from helpers import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 
 def test_rows_far_from_one_are_scaled_by_exact_powers_of_two():

@@ -21,8 +21,7 @@ from pipeline.inference import (
 )
 from pipeline.models import HMM
 from pipeline.operators import toarray
-
-from helpers import random_hmm, random_stochastic
+from pipeline.testing.random_models import random_hmm, random_stochastic
 
 
 def time_varying(seed: int, n: int, m: int, steps: int):

@@ -7,8 +7,9 @@ from pipeline import sampling
 from pipeline.inference import Sample, SampleBatch, sample
 from pipeline.models import HMM
 from pipeline.operators import toarray
+from pipeline.testing.random_models import random_hmm
 
-from helpers import random_hmm, random_low_rank, random_structured
+from helpers import random_low_rank, random_structured
 
 
 def _models():

@@ -24,8 +24,7 @@ from pipeline.inference import (
 from pipeline.methods.topp import topp_hmm
 from pipeline.models import build_model
 from pipeline.operators import LowRank, SparsePlusRankOne, toarray
-
-from helpers import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 
 @pytest.mark.parametrize("form", sorted(FORMATS))

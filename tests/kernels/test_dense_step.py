@@ -6,8 +6,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from pipeline.inference import filtering
 from pipeline.kernels import forward
-
-from helpers import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 
 def _fma(a: float, b: float, c: float) -> float:

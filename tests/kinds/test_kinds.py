@@ -1,14 +1,16 @@
 """Every built-in sweep kind is one folder holding the files ``docs/development.md`` lists
-("A sweep kind"), named once in ``pipeline.kinds.BUILTIN``, and its sweep has the interface
-the engine calls."""
+("A sweep kind"), named once in ``pipeline.results.registry.BUILTIN``, and passes the contract every
+kind passes (``pipeline.testing.kinds``): its schema, its sweep's interface, the grid of an
+experiment of it."""
 
 import dataclasses
 import re
 
 import pytest
 
-from pipeline.kinds import BUILTIN
-from pipeline.kinds.base import Record, Schema, Variable, status_variables
+from pipeline.results.registry import BUILTIN, KINDS
+from pipeline.results.schema import Record, Schema, Variable, status_variables
+from pipeline.testing import check_kind
 
 from helpers import REPOSITORY
 
@@ -41,24 +43,35 @@ def test_every_folder_of_the_kinds_is_a_registered_kind():
     assert folders == set(BUILTIN)
 
 
+EXPERIMENTS = {
+    "methods": "smoke",
+    "training": "lm_smoke",
+    "coupled": "coupled_smoke",
+    "kernel_features": "kernel_features",
+    "learning": "learning_smoke",
+}
+"""The experiment of each built-in kind whose grid the contract checks."""
+
+
 @pytest.mark.parametrize("name", sorted(BUILTIN))
-def test_a_kind_is_one_folder_and_its_sweep_has_the_interface(name):
+def test_a_kind_is_one_folder_and_passes_the_contract(name):
     folder = REPOSITORY / "pipeline" / "kinds" / name
     for file in listed_files():
         package = folder / file.removesuffix(".py") / "__init__.py"
         assert (folder / file).is_file() or package.is_file(), f"{name}: {file}"
-    kind = BUILTIN[name]
-    assert isinstance(kind.schema, Schema) and kind.schema.name == name
+    assert BUILTIN[name] == f"pipeline.kinds.{name}:KIND"
+    kind = KINDS[name]
     assert kind.sweep == f"pipeline.kinds.{name}.sweep"
     assert kind.report == f"pipeline.kinds.{name}.report:analyze"
-    assert callable(kind.load("report"))
+    check_kind(name, f"experiment={EXPERIMENTS[name]}")
     sweep = kind.load("sweep")
-    assert sweep.SCHEMA is kind.schema and sweep.SECTION in (name, None)
-    assert dataclasses.is_dataclass(sweep.CONFIG)
     assert sweep.CONFIG.__module__ == f"pipeline.kinds.{name}.config"
-    for function in ("validate", "grid", "submit", "summary"):
-        assert callable(getattr(sweep, function)), function
     assert sweep.grid.__module__ == f"pipeline.kinds.{name}.grid"
+
+
+def test_the_contract_fails_for_a_kind_nothing_registers():
+    with pytest.raises(AssertionError, match=r"^unknown sweep kind 'nope'; allowed: methods, "):
+        check_kind("nope")
 
 
 def test_a_schema_refuses_a_record_that_is_not_its_variables():

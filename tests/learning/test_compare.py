@@ -12,8 +12,7 @@ from pipeline.learning.compare import compare, distances, reference
 from pipeline.learning.problem import draw
 from pipeline.models import HMM, build_model
 from pipeline.operators import toarray
-
-from helpers import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 ITERATIONS = 6
 

@@ -11,8 +11,7 @@ from pipeline.learning.em import EVERYTHING, e_step, m_step
 from pipeline.methods import approximate
 from pipeline.models import HMM
 from pipeline.operators import row_sums, toarray
-
-from helpers import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 SEQUENCES = [np.array([0, 2, -1, 1, 1, 0]), np.array([2, 1]), np.array([1, -1, 0, 2, 2, 1])]
 

@@ -7,8 +7,7 @@ from scipy.special import gammaln
 
 from pipeline.learning import Emission, Gaussian, fit
 from pipeline.learning.emissions import gaussian_moments
-
-from helpers import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 
 def test_gaussian_moments_are_the_posterior_weighted_mean_and_variance():

@@ -16,8 +16,9 @@ from pipeline.learning import VARIANCE_FLOOR, Categorical, Gaussian, fit
 from pipeline.methods import approximate
 from pipeline.models import HMM, build_model
 from pipeline.operators import toarray
+from pipeline.testing.random_models import random_hmm
 
-from helpers import random_hmm, random_low_rank, random_structured
+from helpers import random_low_rank, random_structured
 
 RAGGED = [7, 12, 3, 9, 12]
 """Sequence lengths of the hmmlearn comparisons: ragged, two of one length."""

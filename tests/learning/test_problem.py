@@ -7,8 +7,7 @@ import pytest
 from pipeline.learning.problem import draw
 from pipeline.models import build_model
 from pipeline.operators import toarray
-
-from helpers import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 
 def test_the_same_seed_draws_the_same_problem_and_each_draw_its_own_stream():

@@ -8,8 +8,7 @@ from pipeline.methods import approximate, lowrank
 from pipeline.methods.banded_lowrank import DELTA
 from pipeline.models import build_model
 from pipeline.operators import LowRank, toarray
-
-from helpers import random_hmm
+from pipeline.testing.random_models import random_hmm
 
 
 def test_a_model_of_rank_r_is_recovered_at_rank_r():

@@ -1,29 +1,19 @@
-"""The contract every approximation method passes.
+"""The contract every approximation method passes (``pipeline.testing.methods``), run on every
+built-in method at its settings; what some methods promise besides.
 
-- the approximation is a valid HMM whose row errors are the TV of each row,
-  measured on the dense matrices;
-- every bound the sweep stores holds at every step of prediction, on models of
-  every family (run through the sweep's own tasks, in this process);
-- its cost is reported, and structured exact models give the same approximation
-  as their dense form;
-- a bad setting is a one-line error naming the allowed range.
-
-A new method adds its settings to ``SETTINGS`` and must pass every test here.
+A new method adds its settings to ``SETTINGS`` and its bad settings to ``BAD``, and must pass
+every test here.
 """
 
 import numpy as np
 import pytest
 
 from pipeline.inference import filtering, sample
-from pipeline.kinds.methods import plan, records
-from pipeline.kinds.methods.grid import Cell
 from pipeline.methods import BUILTIN, approximate, check_setting
-from pipeline.metrics import total_variation
 from pipeline.models import build_model
 from pipeline.operators import toarray
-from pipeline.sweep.timing import Timing
-
-from helpers import random_hmm
+from pipeline.testing import methods
+from pipeline.testing.random_models import random_hmm
 
 SETTINGS = {
     "topp": [0.5, 0.9, 1.0],
@@ -43,16 +33,6 @@ BAD = {
     "lowrank": ([0, 2.5, True, "3"], r"the rank r must be an integer >= 1"),
     "banded_lowrank": ([0, -1.0], r"the rank r must be an integer >= 1"),
 }
-FAMILIES = {
-    "bell": {},
-    "dirichlet": {"alpha": 0.2},
-    "peaked": {"support": 4, "background": 0.02},
-    "uniform": {},
-    "weather": {},
-    "lm": {"alpha": 0.05},
-    "kernel": {"n_features": 6},
-    "banded_kernel": {"n_features": 6},
-}
 
 
 @pytest.fixture(scope="module")
@@ -69,76 +49,29 @@ def test_every_method_is_tested():
     assert set(SETTINGS) == set(BUILTIN) == set(BAD)
 
 
+@pytest.mark.parametrize("check", methods.CHECKS, ids=lambda check: check.__name__)
 @pytest.mark.parametrize("method", sorted(BUILTIN))
-def test_the_approximation_is_valid_and_its_row_errors_are_tvs(method):
+def test_every_method_passes_the_contract(method, check):
+    check(method, SETTINGS[method])
+
+
+@pytest.mark.parametrize("method", sorted(BUILTIN))
+def test_every_stored_bound_holds_on_lm_models(method, corpus):
+    """The contract's ``check_bounds`` on the ``lm`` family, which reads a corpus."""
+    methods.check_bounds(method, SETTINGS[method], {"lm": {"alpha": 0.05, "corpus": corpus}})
+
+
+@pytest.mark.parametrize("method", ["topp", "topp_states", "topp_transitions"])
+def test_top_p_keeps_each_step_within_one_minus_p(method):
+    """Top-p's Theorem 4.1: the step error is at most 1 - p."""
     hmm = random_hmm(3, 25, 6, zeros=0.2)
-    T = toarray(hmm.transition)
     for setting in SETTINGS[method]:
-        approximation = approximate(hmm, method, setting)
-        Q = toarray(approximation.hmm.transition)
-        np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
-        np.testing.assert_allclose(approximation.row_error, total_variation(T, Q), atol=1e-12)
-        prior = approximation.hmm.prior
-        assert approximation.prior_error == pytest.approx(total_variation(hmm.prior, prior))
-        assert approximation.step_error <= 1 + 1e-9
-        if method in ("topp", "topp_states", "topp_transitions"):
-            assert approximation.step_error <= 1 - setting + 1e-9  # top-p's Theorem 4.1
-
-
-def _cells(method: str, family: str, n: int) -> list[Cell]:
-    return [
-        Cell(family, n, method, float(s), seed, "predict")
-        for s in SETTINGS[method]
-        for seed in (0, 1)
-    ]
-
-
-@pytest.mark.parametrize("method", sorted(BUILTIN))
-@pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_every_stored_bound_holds_at_every_step(method, family, corpus):
-    n = 6 if family == "weather" else 40
-    params = {**FAMILIES[family], **({"corpus": corpus} if family == "lm" else {})}
-    settings = plan.Settings(
-        horizon=30,
-        observe_every=3,
-        timing=Timing(repeats=1, min_seconds=0.0, max_repeats=1, threads=1),
-        gamma_exact_max_states=10**6,
-        exact_max_states=None,
-    )
-    for seed in (0, 1):
-        spec = records.ModelSpec(family, n, seed, params)
-        cells = [c for c in _cells(method, family, n) if c.seed == seed]
-        for cell, result in zip(cells, plan.run_model(spec, cells, settings), strict=True):
-            values = result.values()
-            tv = values["tv"]
-            assert np.isfinite(tv).all(), cell
-            for name in ("certificate", "bound", "bound_linear"):
-                assert (tv <= values[name] + 1e-9).all(), (cell, name)
-            assert (tv <= values["bound_mixing"] + 1e-9).all(), cell
-            assert (values["certificate"] <= values["bound"] + 1e-9).all(), cell
-            assert values["stored_entries"] >= 1 and values["work"] > 0
-            assert np.isfinite(values["speedup"]) and values["repeats"] == 1
-
-
-@pytest.mark.parametrize("method", sorted(BUILTIN))
-def test_structured_models_give_the_same_approximation(method):
-    dense, structured = (build_model("bell", 30, seed=2, structured=s) for s in (False, True))
-    for setting in SETTINGS[method]:
-        a, b = approximate(dense, method, setting), approximate(structured, method, setting)
-        np.testing.assert_allclose(
-            toarray(a.hmm.transition), toarray(b.hmm.transition), rtol=0, atol=1e-14
-        )
-        np.testing.assert_allclose(a.row_error, b.row_error, atol=1e-14)
-        assert a.prior_error == pytest.approx(b.prior_error, abs=1e-14)
+        assert approximate(hmm, method, setting).step_error <= 1 - setting + 1e-9
 
 
 @pytest.mark.parametrize("method", sorted(BUILTIN))
 def test_a_bad_setting_is_a_one_line_error(method):
-    settings, message = BAD[method]
-    for setting in settings:
-        with pytest.raises(ValueError, match=rf"^{method}: {message}") as error:
-            check_setting(method, setting)
-        assert "\n" not in str(error.value)
+    methods.check_bad_settings(method, *BAD[method])
     with pytest.raises(
         ValueError,
         match="unknown method 'topq'; allowed: topp, topk, topp_states, topp_transitions, "

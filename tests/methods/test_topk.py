@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 from pipeline.methods.topk import topk_hmm, topk_matrix, topk_vector
 from pipeline.models import build_model
 from pipeline.operators import toarray
+from pipeline.testing.random_models import random_stochastic
 
-from helpers import random_stochastic, random_structured
+from helpers import random_structured
 
 
 def reference(v, k):

@@ -10,8 +10,9 @@ from pipeline.methods.topp import kept_mass, topp_hmm, topp_matrix, topp_vector
 from pipeline.metrics import total_variation
 from pipeline.models import build_model
 from pipeline.models.weather import STATES
+from pipeline.testing.random_models import random_stochastic
 
-from helpers import algorithm_1, random_stochastic, random_structured
+from helpers import algorithm_1, random_structured
 
 SUNNY = STATES.index("sunny")
 

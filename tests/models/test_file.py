@@ -13,8 +13,7 @@ from pipeline.models import file as file_family
 from pipeline.operators import toarray
 from pipeline.sweep.config import register
 from pipeline.sweep.main import check_overrides
-
-from helpers import random_stochastic
+from pipeline.testing.random_models import random_stochastic
 
 
 @pytest.fixture

@@ -28,8 +28,7 @@ from pipeline.operators import toarray
 from pipeline.sweep import run
 from pipeline.sweep.config import register
 from pipeline.sweep.main import check_overrides
-
-from helpers import random_stochastic
+from pipeline.testing.random_models import random_stochastic
 
 FORMATS = ("dense", "csr", "csc", "bsr", "coo", "dia")
 DTYPES = ("float32", "complex128", "int8", "int64", "uint64", "bool", "<U3", "float16")

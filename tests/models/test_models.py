@@ -20,8 +20,7 @@ from pipeline.models import (
 )
 from pipeline.models.weather import STATES
 from pipeline.operators import toarray
-
-from helpers import random_stochastic
+from pipeline.testing.random_models import random_stochastic
 
 
 def small_hmm(**overrides):

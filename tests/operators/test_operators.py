@@ -1,4 +1,6 @@
-"""The contract every matrix format passes: each operation equals the same on the dense matrix.
+"""The contract every matrix format passes: each operation equals the same on the dense matrix
+(``pipeline.testing.formats``, run here on every built-in format), and what each format does
+of its own.
 
 A new format adds a factory to ``FORMATS`` (a random row-stochastic matrix in
 the format and its dense materialisation) and must pass every test here.
@@ -16,12 +18,15 @@ from pipeline import operators
 from pipeline.inference import filtering
 from pipeline.kernels import backward, forward, maxproduct
 from pipeline.methods.topp import topp_hmm
-from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, mixing_rate_part, sparsity
+from pipeline.metrics import doeblin_lower_bound, mixing_rate_part
 from pipeline.models import HMM, build_model, gamma_exact_max_states
 from pipeline.operators import LowRank, SparsePlusRankOne
 from pipeline.operators.lowrank import factor_doeblin_bound
+from pipeline.testing import formats
+from pipeline.testing.formats import random_weights
+from pipeline.testing.random_models import random_stochastic
 
-from helpers import brute_force_gamma, random_low_rank, random_stochastic, random_structured
+from helpers import random_low_rank, random_structured
 
 
 def _dense(seed, n, m):
@@ -89,16 +94,23 @@ def wide(request):
     return FORMATS[request.param](4, 80, 9)
 
 
-def test_views_equal_the_dense_matrix(wide):
-    T, dense = wide
-    np.testing.assert_allclose(operators.toarray(T), dense, atol=1e-15)
-    np.testing.assert_allclose(operators.row_sums(T), dense.sum(axis=1), atol=1e-14)
-    np.testing.assert_allclose(operators.rows(T, 3, 11), dense[3:11], atol=1e-15)
-    np.testing.assert_allclose(operators.columns(T, np.array([0, 4, 8])), dense[:, [0, 4, 8]])
-    where = np.array([1, 5, 79]), np.array([2, 8, 0])
-    np.testing.assert_allclose(operators.entries_at(T, *where), dense[where], atol=1e-15)
-    assert operators.count_nonzero(T) == np.count_nonzero(dense)
-    assert sparsity(T) == pytest.approx(1 - np.count_nonzero(dense) / dense.size)
+@pytest.mark.parametrize(
+    "check",
+    [c for c in formats.CHECKS if c is not formats.check_filtering],
+    ids=lambda check: check.__name__,
+)
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_every_format_passes_the_contract(name, check):
+    check(FORMATS[name])
+
+
+@pytest.mark.parametrize("prune", [1.0, 0.8])
+@pytest.mark.parametrize("emission", sorted(FORMATS))
+@pytest.mark.parametrize("transition", sorted(FORMATS))
+def test_filtering_equals_dense_in_every_pair_of_formats(transition, emission, prune):
+    """The contract's ``check_filtering``, transitions in one format and emissions in another,
+    with and without belief pruning."""
+    formats.check_filtering(FORMATS[transition], FORMATS[emission], prune=prune)
 
 
 def test_stored_entries_and_work(wide):
@@ -124,40 +136,6 @@ def test_stored_entries_and_work(wide):
     assert operators.step_work(T, support) < everything <= n * m + n + m
 
 
-def _weights(rng, n):
-    """Weights over n states with about a third exactly zero (the steps skip those rows)."""
-    return rng.random(n) * (rng.random(n) > 0.3)
-
-
-@pytest.mark.parametrize("shape", [(80, 80), (80, 9)])
-@pytest.mark.parametrize("name", sorted(FORMATS))
-def test_forward_and_backward_products_equal_the_dense_ones(name, shape):
-    """``x @ T`` (a scatter) and ``T @ y`` (a gather), of one vector and of a batch, through
-    the operations and through the compiled steps of the format's layout, which the
-    recursions take; ``batch_products`` (kept for ``pipeline.hmmlm``) gives the same."""
-    T, dense = FORMATS[name](3, *shape)
-    rng = np.random.default_rng(8)
-    x, X = _weights(rng, shape[0]), rng.random((5, shape[0]))
-    y, Y = rng.random(shape[1]), rng.random((5, shape[1]))
-    close = {"rtol": 1e-12, "atol": 1e-15}
-    np.testing.assert_allclose(operators.forward_product(T, x), x @ dense, **close)
-    np.testing.assert_allclose(operators.forward_product(T, X), X @ dense, **close)
-    np.testing.assert_allclose(operators.backward_product(T, y), dense @ y, **close)
-    np.testing.assert_allclose(operators.backward_product(T, Y), Y @ dense.T, **close)
-    layout = operators.layout(T)
-    out, block = np.empty(shape[0]), np.empty((shape[0], 5))
-    backward.step(layout, y, out)
-    backward.step_block(layout, np.ascontiguousarray(Y.T), block)
-    np.testing.assert_allclose(out, dense @ y, **close)
-    np.testing.assert_allclose(block, dense @ Y.T, **close)
-    products = operators.batch_products(T)
-    np.testing.assert_array_equal(products.forward(X), operators.forward_product(T, X))
-    np.testing.assert_array_equal(products.backward(Y), operators.backward_product(T, Y))
-    with pytest.raises(ValueError, match=rf"messages must have shape \({shape[1]},\)"):
-        operators.backward_product(T, np.ones(shape[1] + 1))
-    assert operators.compiled(T)  # the recursions run its whole horizon in compiled code
-
-
 def test_a_step_operator_registers_its_own_products():
     """The step-operator protocol is open: a class registering the three products is stepped
     by them (``pipeline.coupled.exact.JointTransition`` is one); anything else is refused."""
@@ -170,27 +148,6 @@ def test_a_step_operator_registers_its_own_products():
         operators.forward_product(Doubling(), np.ones(2))
     operators.forward_product.register(Doubling, lambda T, beliefs: 2 * np.asarray(beliefs))
     np.testing.assert_array_equal(operators.forward_product(Doubling(), [1.0, 3.0]), [2.0, 6.0])
-
-
-@pytest.mark.parametrize("shape", [(80, 80), (80, 9)])
-@pytest.mark.parametrize("name", sorted(FORMATS))
-def test_max_product_equals_the_dense_one(name, shape):
-    """``max_i w[i] T[i, j]`` and its least maximising state, from one weight vector and a
-    batch, through the operation and the compiled step of the format's layout."""
-    T, dense = FORMATS[name](3, *shape)
-    rng = np.random.default_rng(9)
-    products = [_weights(rng, shape[0]) for _ in range(3)]
-    for w in products:
-        found = operators.max_product(T, w)
-        np.testing.assert_allclose(found.values, (w[:, None] * dense).max(axis=0), rtol=1e-14)
-        np.testing.assert_array_equal(found.states, (w[:, None] * dense).argmax(axis=0))
-        values, states = np.empty(shape[1]), np.empty(shape[1], np.int64)
-        maxproduct.step(operators.layout(T), w, values, states)
-        np.testing.assert_array_equal(states, found.states)
-        np.testing.assert_allclose(values, found.values, rtol=1e-14)
-    batch = operators.max_product(T, np.stack(products))
-    assert batch.values.shape == batch.states.shape == (3, shape[1])
-    np.testing.assert_array_equal(batch.states[1], operators.max_product(T, products[1]).states)
 
 
 def _uniform(name: str, n: int):
@@ -225,36 +182,17 @@ def test_a_large_low_rank_matrix_refuses_the_max_product_step():
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))
-def test_expected_counts_equal_the_dense_ones(name):
-    """``T * (before.T @ after)`` in the format's own cost: on the stored entries of CSR,
-    exactly factored for the factored formats."""
-    T, dense = FORMATS[name](3, 80, 80)
+def test_expected_counts_keep_the_format(name):
+    """``T * (before.T @ after)`` (equal to the dense one: ``check_expected_counts``) in the
+    format's own cost: on the stored entries of CSR, exactly factored for the factored
+    formats."""
+    T, _ = FORMATS[name](3, 80, 80)
     rng = np.random.default_rng(10)
-    before, after = rng.random((6, 80)), rng.random((6, 80))
-    counts = operators.expected_counts(T, before, after)
-    np.testing.assert_allclose(
-        operators.toarray(counts), dense * (before.T @ after), rtol=1e-12, atol=1e-15
-    )
+    counts = operators.expected_counts(T, rng.random((6, 80)), rng.random((6, 80)))
     kind = {np.ndarray: np.ndarray, sp.csr_array: sp.csr_array}.get(type(T), LowRank)
     assert isinstance(counts, kind)
     if isinstance(T, sp.csr_array):
         np.testing.assert_array_equal(counts.indices, T.indices)
-
-
-@pytest.mark.parametrize("name", sorted(FORMATS))
-def test_column_sampler_draws_each_rows_distribution(name):
-    """Chi-square of 6,000 draws from each of three rows against the dense row, at a fixed
-    seed; every drawn column has non-zero probability."""
-    T, dense = FORMATS[name](3, 80, 9)
-    draw = operators.column_sampler(T)
-    rng = np.random.default_rng(11)
-    for row in (0, 17, 79):
-        drawn = draw(np.full(6000, row), rng)
-        assert drawn.dtype == np.int64 and (dense[row, drawn] > 0).all()
-        observed = np.bincount(drawn, minlength=9)
-        expected = 6000 * dense[row] / dense[row].sum()
-        kept = expected > 0
-        assert stats.chisquare(observed[kept], expected[kept]).pvalue > 1e-3, (row, observed)
 
 
 def test_low_rank_draws_whose_band_holds_most_of_the_product_fall_back_to_the_row():
@@ -270,33 +208,6 @@ def test_low_rank_draws_whose_band_holds_most_of_the_product_fall_back_to_the_ro
     drawn = operators.column_sampler(M)(np.zeros(20000, np.int64), np.random.default_rng(1))
     observed = np.bincount(drawn, minlength=n)
     assert stats.chisquare(observed, 20000 * dense[0]).pvalue > 1e-3, observed
-
-
-@pytest.mark.parametrize("prune", [1.0, 0.8])
-def test_filtering_equals_dense(square, wide, prune):
-    """One sequence and a batch, with observations, with and without belief pruning."""
-    (T, dense_T), (E, dense_E) = square, wide
-    prior = np.random.default_rng(5).dirichlet(np.ones(80))
-    formatted, plain = HMM(prior, T, E), HMM(prior, dense_T, dense_E)
-    observations = np.random.default_rng(6).integers(-1, 9, size=(4, 16))
-    for batch in (observations, observations[1]):
-        a = filtering(formatted, batch, prune=prune)
-        b = filtering(plain, batch, prune=prune)
-        np.testing.assert_allclose(a.beliefs, b.beliefs, atol=1e-12)
-        np.testing.assert_allclose(a.log_evidence, b.log_evidence, rtol=1e-10)
-        np.testing.assert_allclose(a.pruned, b.pruned, atol=1e-12)
-    single = filtering(formatted, observations[2], prune=prune)
-    np.testing.assert_allclose(
-        single.beliefs, filtering(formatted, observations, prune=prune).beliefs[2], atol=1e-13
-    )
-
-
-def test_gamma_and_doeblin_equal_dense(square):
-    T, dense = square
-    expected = brute_force_gamma(dense)
-    assert minimal_mixing_rate(T) == pytest.approx(expected, abs=1e-12)
-    assert min(mixing_rate_part(T, k, 3) for k in range(3)) == pytest.approx(expected, abs=1e-12)
-    assert doeblin_lower_bound(T) == pytest.approx(dense.min(axis=0).sum(), abs=1e-12)
 
 
 def test_the_parts_of_gamma_have_one_public_meaning_each():
@@ -594,7 +505,7 @@ def test_mostly_full_columns_are_stepped_as_a_dense_panel():
     np.testing.assert_allclose(out, dense @ block, rtol=1e-12)
     for matrix in (S, structured):
         full_matrix = operators.toarray(matrix)
-        for weights in (rng.random(n), _weights(rng, n)):
+        for weights in (rng.random(n), random_weights(rng, n)):
             values, states = np.empty(n), np.empty(n, np.int64)
             maxproduct.step(operators.layout(matrix), weights, values, states)
             products = weights[:, None] * full_matrix

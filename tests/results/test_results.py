@@ -3,15 +3,15 @@
 import subprocess
 import sys
 
-from pipeline.kinds import BUILTIN
+from pipeline.results.registry import BUILTIN, KINDS
 
 
 def test_reading_results_imports_neither_hydra_nor_the_sweep():
     """Nor does any built-in kind's report, imported as ``analyze`` imports it."""
     code = (
         "import sys, pipeline.analysis, pipeline.results, pipeline.analyze\n"
-        "from pipeline.kinds import BUILTIN\n"
-        "reports = [kind.load('report') for kind in BUILTIN.values()]\n"
+        "from pipeline.results.registry import BUILTIN, KINDS\n"
+        "reports = [KINDS[name].load('report') for name in BUILTIN]\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('hydra', 'dask')"
         " or m.startswith('pipeline.sweep') or m == 'distributed')\n"
         "print(loaded)"
@@ -26,14 +26,14 @@ def test_every_kinds_clock_readings_are_marked_timed():
     methods kind's speedup, a ratio of two."""
     timed = {
         (kind, name)
-        for kind, entry in BUILTIN.items()
-        for name, variable in entry.schema.variables.items()
+        for kind in BUILTIN
+        for name, variable in KINDS[kind].schema.variables.items()
         if variable.timed
     }
     clocks = {
         (kind, name)
-        for kind, entry in BUILTIN.items()
-        for name, variable in entry.schema.variables.items()
+        for kind in BUILTIN
+        for name, variable in KINDS[kind].schema.variables.items()
         if variable.units in ("s", "1/s")
     }
     assert timed == clocks | {("methods", "speedup")}

@@ -16,9 +16,9 @@ import typing
 import pytest
 from omegaconf import ListConfig, OmegaConf
 
-from pipeline.kinds import KINDS
 from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.results import SCHEMA
+from pipeline.results.registry import KINDS
 from pipeline.sweep import run
 from pipeline.sweep.backends import BACKENDS, SecurityConfig
 from pipeline.sweep.cluster import connect

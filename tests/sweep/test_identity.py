@@ -7,9 +7,9 @@ import itertools
 import pytest
 from omegaconf import OmegaConf, open_dict
 
-from pipeline.kinds import BUILTIN
 from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.results import SCHEMA
+from pipeline.results.registry import BUILTIN
 from pipeline.sweep.config import compose, register, validate
 from pipeline.sweep.kind import installed, unread_keys
 from pipeline.sweep.main import check_overrides

@@ -15,7 +15,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from pipeline.analysis.base import Analysis, run_lines, save
-from pipeline.kinds.base import finite_median
+from pipeline.results.schema import finite_median
 
 ACCURACY = (
     ("tv_mean_field", "filtered TV, max over t"),

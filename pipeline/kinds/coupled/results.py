@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import Record, Schema, Variable, shown, status_variables
+from pipeline.results.schema import Record, Schema, Variable, shown, status_variables
 
 DIMS = ("model", "chains", "n_states", "eps", "seed", "observe")
 """The dimensions of a coupled cell."""

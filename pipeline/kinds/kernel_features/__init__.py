@@ -4,8 +4,8 @@
 ``KIND`` names its store's schema (``results``), its sweep and its report.
 """
 
-from pipeline.kinds.base import Kind
 from pipeline.kinds.kernel_features.results import SCHEMA
+from pipeline.results.registry import Kind
 
 KIND = Kind(
     SCHEMA,

@@ -4,8 +4,8 @@ the same data (a ``learning`` section).
 ``KIND`` names its store's schema (``results``), its sweep and its report.
 """
 
-from pipeline.kinds.base import Kind
 from pipeline.kinds.learning.results import SCHEMA
+from pipeline.results.registry import Kind
 
 KIND = Kind(
     SCHEMA,

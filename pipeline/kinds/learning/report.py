@@ -17,9 +17,9 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from pipeline.analysis.base import Analysis, run_lines, save
-from pipeline.kinds.base import shown, text_table
 from pipeline.kinds.learning.results import references, summary
 from pipeline.learning.summary import PROBLEM, TOLERANCE, divergence, fastest_within, pareto
+from pipeline.results.schema import shown, text_table
 
 
 def problems(ds: xr.Dataset) -> list[dict]:

@@ -4,8 +4,8 @@ cell by cell, over the top-level keys ``grid``, ``model`` and ``timing``.
 ``KIND`` names its store's schema (``results``), its sweep and its report.
 """
 
-from pipeline.kinds.base import Kind
 from pipeline.kinds.methods.results import SCHEMA
+from pipeline.results.registry import Kind
 
 KIND = Kind(
     SCHEMA, sweep="pipeline.kinds.methods.sweep", report="pipeline.kinds.methods.report:analyze"

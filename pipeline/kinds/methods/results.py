@@ -29,7 +29,9 @@ from typing import cast
 import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import (
+from pipeline.kinds.methods.modes import BUILTIN as BUILTIN_MODES
+from pipeline.kinds.methods.modes import Mode
+from pipeline.results.schema import (
     Record,
     Schema,
     Variable,
@@ -38,8 +40,6 @@ from pipeline.kinds.base import (
     status_variables,
     text_table,
 )
-from pipeline.kinds.methods.modes import BUILTIN as BUILTIN_MODES
-from pipeline.kinds.methods.modes import Mode
 
 DIMS = ("family", "n_states", "method", "setting", "seed", "mode")
 """The dimensions of a cell, in the order every result variable uses."""

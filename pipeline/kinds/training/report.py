@@ -18,8 +18,8 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from pipeline.analysis.base import Analysis, run_lines, save
-from pipeline.kinds.base import finite_median
 from pipeline.kinds.training.results import BASELINES, NGRAMS
+from pipeline.results.schema import finite_median
 
 GIB = 2.0**30
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import Record, Schema, Variable, status_variables, text_table
+from pipeline.results.schema import Record, Schema, Variable, status_variables, text_table
 
 DIMS = ("n_states", "parameterisation", "seed")
 """The dimensions of a training cell."""

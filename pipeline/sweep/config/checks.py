@@ -1,10 +1,10 @@
 """A composed config checked whole: a config names its kind (``kind=...``, any of
-``pipeline.kinds.KINDS``); ``for_config`` finds its sweep, ``validate`` checks every key
+``pipeline.results.registry.KINDS``); ``for_config`` finds its sweep, ``validate`` checks every key
 for it (the ranges the schema declares, the kind's own checks, the cluster's)."""
 
 from __future__ import annotations
 
-from pipeline.kinds import KINDS
+from pipeline.results.registry import KINDS
 from pipeline.sweep.config.clusters import validate_cluster
 from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.schema import sweep_config

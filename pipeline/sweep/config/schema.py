@@ -14,7 +14,7 @@ from typing import Any, Optional
 import yaml
 from omegaconf import MISSING
 
-from pipeline.kinds import KINDS
+from pipeline.results.registry import KINDS
 from pipeline.sweep.config.validation import choices, optional, ranged
 from pipeline.sweep.kind import installed
 
@@ -78,7 +78,7 @@ class SweepConfig:
     Each kind adds its own settings (``sweep_config``)."""
 
     kind: str = choices("methods", KINDS.names)
-    """The kind of sweep (``pipeline.kinds.KINDS``), chosen as a config group
+    """The kind of sweep (``pipeline.results.registry.KINDS``), chosen as a config group
     (``kind=training``): ``methods`` (approximations against exact inference over
     ``grid``), ``training``, ``coupled``, ``kernel_features``, or a plug-in's. Each kind but
     ``methods`` reads its own section, named like it, which choosing the kind fills with its

@@ -11,7 +11,6 @@ import pytest
 from inference import brute_force
 
 from pipeline.inference import filtering
-from pipeline.kinds.base import status_variables
 from pipeline.kinds.methods import plan, records, spilled, tasks, timed
 from pipeline.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.kinds.methods.modes import base
@@ -20,6 +19,7 @@ from pipeline.kinds.methods.sweep import plan_settings
 from pipeline.methods import approximate
 from pipeline.metrics import doeblin_lower_bound, minimal_mixing_rate, total_variation
 from pipeline.operators import toarray
+from pipeline.results.schema import status_variables
 from pipeline.sweep.timing import Timing
 
 from sweeping import composed

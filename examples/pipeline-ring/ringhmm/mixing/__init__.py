@@ -7,7 +7,7 @@ folder, as a built-in kind is (``pipeline.kinds.<kind>``): ``results`` (its stor
 ``sweep`` (its settings, cells and tasks, small enough for one module) and ``report``.
 """
 
-from pipeline.kinds.base import Kind
+from pipeline.results.registry import Kind
 from ringhmm.mixing.results import SCHEMA
 
 KIND = Kind(SCHEMA, sweep="ringhmm.mixing.sweep", report="ringhmm.mixing.report:analyze")

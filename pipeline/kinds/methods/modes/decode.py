@@ -16,10 +16,10 @@ from pipeline.hmm import HMM
 from pipeline.inference import ViterbiResult, path_log_probability, viterbi
 from pipeline.inference.decoder import POINTER_BYTES
 from pipeline.inference.smoother import checkpoint_steps
-from pipeline.kinds.base import finite_median
 from pipeline.kinds.methods.modes import sections
 from pipeline.kinds.methods.modes.base import Disk, Exact, Mode, nothing, timed_whole
 from pipeline.operators import check_max_product
+from pipeline.results.schema import finite_median
 
 
 def decodable(hmm: HMM) -> bool:

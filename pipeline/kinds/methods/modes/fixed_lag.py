@@ -29,7 +29,6 @@ from pipeline.hmm import HMM
 from pipeline.inference.inputs import read_evidence, read_initial
 from pipeline.inference.recursion import recursion
 from pipeline.inference.smoother import NO_PRUNING
-from pipeline.kinds.base import finite_median
 from pipeline.kinds.methods.modes.base import (
     Disk,
     Exact,
@@ -40,6 +39,7 @@ from pipeline.kinds.methods.modes.base import (
     timed_whole,
 )
 from pipeline.metrics import total_variation
+from pipeline.results.schema import finite_median
 
 
 class FixedLagResult(NamedTuple):

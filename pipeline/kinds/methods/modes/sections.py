@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipeline.kinds.base import finite_median
+from pipeline.results.schema import finite_median
 
 if TYPE_CHECKING:
     import xarray as xr

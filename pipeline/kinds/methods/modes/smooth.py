@@ -18,7 +18,6 @@ import numpy as np
 from pipeline.hmm import HMM
 from pipeline.inference import smoothing_chunks
 from pipeline.inference.smoother import checkpoint_steps
-from pipeline.kinds.base import finite_median
 from pipeline.kinds.methods.modes import sections
 from pipeline.kinds.methods.modes.base import (
     Disk,
@@ -31,6 +30,7 @@ from pipeline.kinds.methods.modes.base import (
     timed_whole,
 )
 from pipeline.metrics import total_variation
+from pipeline.results.schema import finite_median
 
 
 def segment_steps(steps: int, n_states: int) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 import yaml
 
-from pipeline.kinds.base import finite_median
+from pipeline.results.schema import finite_median
 
 PAPER_SIZES = {"bell": 800, "uniform": 800, "lm": 7620}
 READINGS = {"bell": ("bell",), "uniform": ("uniform",), "lm": ("lm", "lm_smoothed", "hmmlm")}

@@ -8,9 +8,9 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import finite_median
 from pipeline.kinds.methods.modes import Mode, lookup
 from pipeline.kinds.methods.results import variants
+from pipeline.results.schema import finite_median
 
 METHOD_TITLES = {
     "topp": "top-p",

@@ -11,7 +11,6 @@ from collections import Counter
 import numpy as np
 import xarray as xr
 
-from pipeline.kinds.base import finite_median
 from pipeline.kinds.methods.report.figures import break_even_text
 from pipeline.kinds.methods.report.paper import PAPER_SIZES
 from pipeline.kinds.methods.report.readings import (
@@ -27,6 +26,7 @@ from pipeline.kinds.methods.report.readings import (
     stores_tv,
 )
 from pipeline.kinds.methods.results import cells, models, variants
+from pipeline.results.schema import finite_median
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

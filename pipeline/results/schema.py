@@ -1,15 +1,13 @@
-"""What a sweep kind is made of, for every layer: the parts of its store's schema
-(``Variable``, ``status_variables``, ``Schema``), the helpers of its summary table, and the
-``Kind`` that names it. Imports neither Hydra nor Dask, and nothing of ``pipeline`` but the
-standard library and numpy: every kind's ``results`` module is built on it.
+"""What a sweep kind's store holds, for every layer: the parts of its schema (``Variable``,
+``status_variables``, ``Record``, ``Schema``) and the helpers of its summary table. Imports
+neither Hydra nor Dask, and nothing of ``pipeline`` but the standard library and numpy: every
+kind's ``results`` module is built on it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
@@ -106,20 +104,3 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join(lines)
-
-
-class Kind(NamedTuple):
-    """A sweep kind: its stores' ``schema``, and ``module:name`` of its ``sweep`` (a module
-    with the ``pipeline.sweep.kind.SweepKind`` interface: just the module) and its ``report``
-    function (``analyze(ds, store, out) -> pipeline.analysis.Analysis``). The two are named,
-    not imported: a reader of stores imports neither."""
-
-    schema: Schema
-    sweep: str
-    report: str
-
-    def load(self, part: str):
-        """The kind's ``sweep`` module or ``report`` function, imported now."""
-        module, _, name = getattr(self, part).partition(":")
-        found = importlib.import_module(module)
-        return getattr(found, name) if name else found
