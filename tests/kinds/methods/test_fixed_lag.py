@@ -22,8 +22,8 @@ from pipeline.models import build_model
 from pipeline.operators import toarray
 from pipeline.sweep.layout import template
 from pipeline.sweep.timing import Timing
+from pipeline.testing.random_models import random_hmm, random_stochastic
 
-from helpers import random_hmm, random_stochastic
 from sweeping import composed
 
 
