@@ -192,6 +192,21 @@ def emission_probabilities(logits: np.ndarray, blocks: Blocks) -> np.ndarray:
     return out
 
 
+def emission_gradient(counts: np.ndarray, probabilities: np.ndarray, blocks: Blocks) -> np.ndarray:
+    """The gradient of the log evidence with respect to the flat emission logits (k V,):
+    ``counts - (the row's total count) * probabilities`` on every state's row of its block,
+    from the expected emission ``counts`` (k V,) and the emission ``probabilities`` (k V,)."""
+    out = np.empty(probabilities.shape, probabilities.dtype)
+    k = blocks.states
+    for c in range(blocks.n_clusters):
+        lo, hi = k * blocks.starts[c], k * blocks.starts[c + 1]
+        counts_c = counts[lo:hi].reshape(k, -1)
+        out[lo:hi] = (
+            counts_c - counts_c.sum(axis=1, keepdims=True) * probabilities[lo:hi].reshape(k, -1)
+        ).ravel()
+    return out
+
+
 def emission_matrix(probabilities: np.ndarray, blocks: Blocks) -> sp.csr_array:
     """The flat emissions as the (n, V) matrix, each row zero outside its cluster's words."""
     k, sizes = blocks.states, np.diff(blocks.starts)
@@ -362,13 +377,7 @@ def batch_gradient(
     start = None if carry is None else carry_in(carry, coded.cluster[:, 0], r)
     s = blocked.statistics(prior, emission, r.blocks, T, coded, start)
     d_transition = kind.gradient(sub.transition, state, T, s, r, work)
-    d_emission = np.empty_like(sub.emission)
-    k_kept = r.blocks.states
-    for c in range(r.blocks.n_clusters):
-        lo, hi = k_kept * r.blocks.starts[c], k_kept * r.blocks.starts[c + 1]
-        counts = s.emission_counts[lo:hi].reshape(k_kept, -1)
-        probabilities = emission[lo:hi].reshape(k_kept, -1)
-        d_emission[lo:hi] = (counts - counts.sum(axis=1, keepdims=True) * probabilities).ravel()
+    d_emission = emission_gradient(s.emission_counts, emission, r.blocks)
     starts = 0 if carry is not None else len(tokens)
     grad = Parameters(
         (s.posterior_start - starts * prior).astype(sub.prior.dtype),
