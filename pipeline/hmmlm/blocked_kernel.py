@@ -121,12 +121,13 @@ def _exp_balanced(L, R, half_u, half_v):
     return shift
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@numba.njit(cache=True, nogil=True, fastmath=True, parallel=True)
 def _contract(D, M, a, c):
-    """``D[i, f] = (D[i, f] - a[i] c[f]) M[i, f]`` in place; returns the row sums of D (n,)."""
+    """``D[i, f] = (D[i, f] - a[i] c[f]) M[i, f]`` in place; returns the row sums of D (n,).
+    The rows across the threads, each row's sum by one."""
     n, F = D.shape
     sums = np.empty(n)
-    for i in range(n):
+    for i in numba.prange(n):
         total = 0.0
         for f in range(F):
             value = (D[i, f] - a[i] * c[f]) * M[i, f]
@@ -136,12 +137,13 @@ def _contract(D, M, a, c):
     return sums
 
 
-def _by_cluster(cluster, vectors, features_, k: int, out: np.ndarray) -> np.ndarray:
+def _by_cluster(cluster, vectors, sorted_features, k: int, out: np.ndarray) -> np.ndarray:
     """``out[c k:(c + 1) k] = sum over rows r of cluster c of outer(vectors_r, features_r)``
-    (one k x F product per cluster; ``out`` (n, F))."""
+    (one k x F product per cluster; ``out`` (n, F)), for ``vectors`` (N, k) in the order of
+    ``cluster`` (N,) and their ``features`` (N, F) already sorted by cluster (stably)."""
     order = np.argsort(cluster, kind="stable")
     bounds = np.searchsorted(cluster[order], np.arange(len(out) // k + 1))
-    sorted_vectors, sorted_features = np.ascontiguousarray(vectors[order].T), features_[order]
+    sorted_vectors = np.ascontiguousarray(vectors[order].T)
     for c in range(len(bounds) - 1):
         lo, hi = bounds[c], bounds[c + 1]
         if hi > lo:
