@@ -27,10 +27,13 @@ rate (``RATE``, float32), for the kernel ``6 n F d`` (its features and their gra
 it must stream at ``BANDWIDTH``. It is one core's, whatever ``--threads``. The sgemm rate
 this machine reaches on one core (1024^3) is printed beside it.
 
-Threads: numba's and BLAS's, set per run (``--threads``); nothing is pinned. Each figure is
-the median over ``--repeats`` rounds that run every variant in turn, after one untimed round
-(compilation, first touch); a step is the mean over ``--steps`` consecutive segments. The
-machine may be shared and noisy: the load average is printed before and after.
+Threads: numba's and BLAS's, set per run (``--threads``); nothing is pinned. A figure is wall
+time, or with ``--clock cpu`` the process's CPU time (on a shared machine, one thread's figure
+as if alone; with two threads the sum of both). Each figure is the median over
+``--repeats`` rounds that run the whole step and its parts in turn, after one untimed round
+of each (compilation, first touch); a step is the mean over ``--steps`` consecutive
+segments. The machine may be shared and noisy: the load average is printed before and
+after.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ BANDWIDTH = 15e9
 """Bytes/s of one core's stream that the softmax's bound assumes (``reports/lm``)."""
 EPOCH_STEPS = 298
 """Steps of an epoch of Austen (610,112 tokens as 32 x 64-token segments)."""
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+"""What ``--clock`` may name."""
 STREAMS, LENGTH, CLUSTERS, DIM, MAX_FEATURES = 32, 64, 256, 32, 1024
 """``experiment=lm_scaling``'s recipe."""
 
@@ -142,12 +147,11 @@ class Problem:
             training._adam(x.ravel(), g.ravel(), m.ravel(), v.ravel(), 1e-9, scale, 0.9, 0.999,
                            0.1, 0.001)  # fmt: skip
 
-    def parts(self) -> dict[str, float]:
+    def parts(self, clock) -> dict[str, float]:
         """Seconds of each part over the ``--steps`` segments (the module's docstring)."""
         seconds = dict.fromkeys(
             ["emission blocks", "transition blocks", "forward", "backward",
              "transition gradient", "optimiser"], 0.0)  # fmt: skip
-        clock = time.perf_counter
         for tokens, carry, previous in self.segments():
             t0 = clock()
             sub = blocked_model.restrict(self.p, self.r, self.work)
@@ -183,24 +187,22 @@ class Problem:
         return seconds
 
 
-def measure(problem: Problem, threads: int, repeats: int) -> None:
+def measure(problem: Problem, threads: int, repeats: int, clock) -> None:
     numba.set_num_threads(threads)
     with threadpool_limits(limits=threads, user_api="blas"):
         problem.step()  # compilation, first touch
-        problem.parts()
-        steps, cpu_steps, parts = [], [], []
+        problem.parts(clock)
+        steps, parts = [], []
         for _ in range(repeats):
-            start, cpu_start = time.perf_counter(), time.process_time()
+            start = clock()
             problem.step()
-            steps.append((time.perf_counter() - start) / problem.steps)
-            cpu_steps.append((time.process_time() - cpu_start) / problem.steps)
-            parts.append({k: v / problem.steps for k, v in problem.parts().items()})
+            steps.append((clock() - start) / problem.steps)
+            parts.append({k: v / problem.steps for k, v in problem.parts(clock).items()})
     step = statistics.median(steps)
     limit = bound(problem.kind, problem.n, problem.features)
     print(
         f"\n{problem.name} n={problem.n} (k={problem.n // CLUSTERS}, F={problem.features}), "
-        f"{threads} thread(s): step {step * 1e3:.1f} ms "
-        f"({statistics.median(cpu_steps) * 1e3:.1f} ms of CPU), epoch {step * EPOCH_STEPS:.1f} s, "
+        f"{threads} thread(s): step {step * 1e3:.1f} ms, epoch {step * EPOCH_STEPS:.1f} s, "
         f"bound {limit * EPOCH_STEPS:.1f} s: {step / limit:.2f}x; {load()}"
     )
     named = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
@@ -217,17 +219,25 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4, help="segments a timed step averages")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--words", type=int, default=10_000, help="vocabulary size")
+    parser.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="wall",
+        help="what a figure counts: wall time, or the process's CPU time (all its threads; "
+        "on a shared machine with one thread, what it would take alone)",
+    )
     args = parser.parse_args()
     print(
-        f"{platform.node()}: {cpu()}, {memory()}, {blas()}, numpy {np.__version__}, "
-        f"numba {numba.__version__}; one core's sgemm {sgemm_rate() / 1e9:.0f} GFlop/s "
+        f"{args.clock} time; {platform.node()}: {cpu()}, {memory()}, {blas()}, "
+        f"numpy {np.__version__}, numba {numba.__version__}; "
+        f"one core's sgemm {sgemm_rate() / 1e9:.0f} GFlop/s "
         f"(the bound assumes {RATE / 1e9:.0f}); {time.strftime('%Y-%m-%d %H:%M %Z')}; {load()}"
     )
     for n in args.states:
         for name in args.parameterisations:
             problem = Problem(name, n, args.words, args.steps)
             for threads in args.threads:
-                measure(problem, threads, args.repeats)
+                measure(problem, threads, args.repeats, CLOCKS[args.clock])
     print(f"\n{load()}")
 
 

@@ -131,11 +131,12 @@ def _rebuild(tree, leaves: list[np.ndarray]):
     return leaves.pop(0)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@numba.njit(cache=True, nogil=True, fastmath=True, parallel=True)
 def _adam(x, g, m, v, rate, scale, beta1, beta2, corrected1, corrected2):
     """One Adam ascent step on the flat arrays (in place): ``g`` is the gradient times
-    ``scale``; ``corrected1, corrected2 = 1 - beta^step``."""
-    for i in range(x.size):
+    ``scale``; ``corrected1, corrected2 = 1 - beta^step``. Each entry on its own, the
+    entries across the threads."""
+    for i in numba.prange(x.size):
         gi = g[i] * scale
         m[i] = beta1 * m[i] + (1 - beta1) * gi
         v[i] = beta2 * v[i] + (1 - beta2) * gi * gi

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pipeline.hmm import HMM
-from pipeline.hmmlm import blocked, evidence
+from pipeline.hmmlm import blocked, blocked_kernel, evidence
 from pipeline.hmmlm import blocks as bm
 from pipeline.hmmlm.clusters import blocks_of
 from pipeline.hmmlm.parameters import Parameters, gradient, initial, softmax_rows
@@ -276,3 +276,22 @@ def test_a_batch_gives_the_same_bits_on_one_thread_or_all(name):
     np.testing.assert_array_equal(last_one, last_many)
     for (_, a), (_, b) in zip(array_leaves(grad_one), array_leaves(grad_many), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_kernels_features_are_numpys_passes_bit_for_bit():
+    """``_exp_balanced``'s compiled passes (the column maxima over tiles of rows, across
+    threads) give the bits of the same steps written as numpy passes, over several tiles."""
+    rng = np.random.default_rng(5)
+    n, F = 3 * blocked_kernel.ROWS + 17, 40
+    L, R = (3 * rng.standard_normal((n, F), dtype=np.float32) for _ in range(2))
+    half_u, half_v = rng.random(n), rng.random(n)
+    expected_R = R - half_v.astype(np.float32)[:, None]
+    top = expected_R.max(axis=0)
+    expected_R = np.exp(expected_R - top)
+    expected_L = L - half_u.astype(np.float32)[:, None] + top
+    expected_shift = expected_L.max(axis=1)
+    expected_L = np.exp(expected_L - expected_shift[:, None])
+    shift = blocked_kernel._exp_balanced(L, R, half_u, half_v)
+    np.testing.assert_array_equal(R, expected_R)
+    np.testing.assert_array_equal(L, expected_L)
+    np.testing.assert_array_equal(shift, expected_shift)
