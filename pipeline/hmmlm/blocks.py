@@ -182,13 +182,21 @@ def expand(grad: Parameters, r: Restriction, like: Parameters, work=None) -> Par
     return Parameters(prior, emission, Kernel(U, V, t.W, band))
 
 
+def _rows(blocks: Blocks) -> tuple[np.ndarray, np.ndarray]:
+    """Where each state's row starts in the flat emissions (n,), and its length (n,): the
+    words of its cluster."""
+    lengths = np.repeat(np.diff(blocks.starts), blocks.states)
+    return np.concatenate([[0], np.cumsum(lengths[:-1])]), lengths
+
+
 def emission_probabilities(logits: np.ndarray, blocks: Blocks) -> np.ndarray:
-    """The flat emission probabilities: a softmax over each state's row of its block."""
-    out = np.empty_like(logits)
-    k = blocks.states
-    for c in range(blocks.n_clusters):
-        lo, hi = k * blocks.starts[c], k * blocks.starts[c + 1]
-        out[lo:hi] = softmax_rows(logits[lo:hi].reshape(k, -1)).ravel()
+    """The flat emission probabilities: a softmax over each state's row of its block (each
+    row's total summed in float64)."""
+    starts, lengths = _rows(blocks)
+    out = logits - np.repeat(np.maximum.reduceat(logits, starts), lengths)
+    np.exp(out, out=out)
+    totals = np.add.reduceat(out, starts, dtype=np.float64).astype(out.dtype)
+    out /= np.repeat(totals, lengths)
     return out
 
 
@@ -196,15 +204,9 @@ def emission_gradient(counts: np.ndarray, probabilities: np.ndarray, blocks: Blo
     """The gradient of the log evidence with respect to the flat emission logits (k V,):
     ``counts - (the row's total count) * probabilities`` on every state's row of its block,
     from the expected emission ``counts`` (k V,) and the emission ``probabilities`` (k V,)."""
-    out = np.empty(probabilities.shape, probabilities.dtype)
-    k = blocks.states
-    for c in range(blocks.n_clusters):
-        lo, hi = k * blocks.starts[c], k * blocks.starts[c + 1]
-        counts_c = counts[lo:hi].reshape(k, -1)
-        out[lo:hi] = (
-            counts_c - counts_c.sum(axis=1, keepdims=True) * probabilities[lo:hi].reshape(k, -1)
-        ).ravel()
-    return out
+    starts, lengths = _rows(blocks)
+    totals = np.repeat(np.add.reduceat(counts, starts), lengths)
+    return (counts - totals * probabilities).astype(probabilities.dtype)
 
 
 def emission_matrix(probabilities: np.ndarray, blocks: Blocks) -> sp.csr_array:

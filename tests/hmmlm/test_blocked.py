@@ -295,3 +295,25 @@ def test_the_kernels_features_are_numpys_passes_bit_for_bit():
     np.testing.assert_array_equal(R, expected_R)
     np.testing.assert_array_equal(L, expected_L)
     np.testing.assert_array_equal(shift, expected_shift)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_emissions_and_their_gradient_are_each_rows_softmax(dtype):
+    """The flat emissions, all rows at once, against a softmax of each state's row of its
+    cluster's block, and their gradient against ``counts - total * probabilities`` row by
+    row, to the rounding of the dtype (the totals are summed in another order)."""
+    blocks = blocks_of(np.random.default_rng(3).integers(0, 5, 40) % 5, 3)
+    rng = np.random.default_rng(4)
+    logits = (4 * rng.standard_normal(blocks.states * blocks.n_words)).astype(dtype)
+    counts = rng.random(logits.size)
+    probabilities = bm.emission_probabilities(logits, blocks)
+    gradient = bm.emission_gradient(counts, probabilities, blocks)
+    k, tolerance = blocks.states, 1e-6 if dtype == np.float32 else 1e-14
+    for c in range(blocks.n_clusters):
+        lo, hi = k * blocks.starts[c], k * blocks.starts[c + 1]
+        rows = softmax_rows(logits[lo:hi].reshape(k, -1).astype(np.float64))
+        np.testing.assert_allclose(probabilities[lo:hi].reshape(k, -1), rows, rtol=tolerance)
+        counts_c = counts[lo:hi].reshape(k, -1)
+        expected = counts_c - counts_c.sum(axis=1, keepdims=True) * rows
+        np.testing.assert_allclose(gradient[lo:hi].reshape(k, -1), expected, atol=10 * tolerance)
+    assert probabilities.dtype == gradient.dtype == dtype
