@@ -101,8 +101,9 @@ class Transitions(NamedTuple):
     target : (N,) int64 cluster c_t.
     before : (N, k) alpha_{t-1} over the states of c_{t-1}.
     after : (N, k) g_t over the states of c_t.
-    y : (N, F) alpha_{t-1} L[c_{t-1}] (low rank; (N, 0) for dense blocks).
-    q : (N, F) g_t R[c_t] (low rank; (N, 0) for dense blocks).
+    y : (N, F) alpha_{t-1} L[c_{t-1}], the transitions sorted by ``target`` (stably); low
+        rank only ((N, 0) for dense blocks).
+    q : (N, F) g_t R[c_t], the transitions sorted by ``source`` (stably); low rank only.
     """
 
     source: np.ndarray
@@ -274,9 +275,10 @@ def _dense(prior, emission, starts, k, values, slot, cluster, position, carry, a
 
 @numba.njit(**PARALLEL)
 def _lowrank(prior, emission, starts, k, L, R, indptr, indices, data, cluster, position, carry,
-             alpha, after, posterior, y, q, log_scale, backward):  # fmt: skip
+             alpha, after, posterior, y, q, row_y, row_q, log_scale, backward):  # fmt: skip
     """As ``_dense`` for ``T = L R^T + S``; with ``backward`` also ``y`` and ``q``
-    (B, T - 1, F) of every transition."""
+    (B (T - 1), F) of every transition, that of ``t - 1 -> t`` in sequence b at the rows
+    ``row_y[b, t - 1]`` and ``row_q[b, t - 1]``."""
     B, steps = cluster.shape
     F = L.shape[1]
     for b in numba.prange(B):
@@ -286,7 +288,7 @@ def _lowrank(prior, emission, starts, k, L, R, indptr, indices, data, cluster, p
         total = _start(prior, emission, starts, k, cluster[b], position[b], carry[b], e, alpha[b])
         for t in range(1, steps):
             a, c = cluster[b, t - 1] * k, cluster[b, t] * k
-            out = y[b, t - 1] if backward else features
+            out = y[row_y[b, t - 1]] if backward else features
             _lowrank_step(alpha[b, t - 1], L, R, a, c, indptr, indices, data, out, pred)
             _emission(emission, starts, k, cluster[b, t], position[b, t], e)
             for j in range(k):
@@ -302,7 +304,8 @@ def _lowrank(prior, emission, starts, k, L, R, indptr, indices, data, cluster, p
             for j in range(k):
                 posterior[b, t, j] = alpha[b, t, j] * beta[j]
                 after[b, t - 1, j] = e[j] * beta[j] / scales[t]
-            _lowrank_back(after[b, t - 1], L, R, a, c, indptr, indices, data, q[b, t - 1], beta)
+            _lowrank_back(after[b, t - 1], L, R, a, c, indptr, indices, data, q[row_q[b, t - 1]],
+                          beta)  # fmt: skip
         for j in range(k):
             posterior[b, 0, j] = alpha[b, 0, j] * beta[j]
 
@@ -340,15 +343,29 @@ def _run(
     log_scale = np.empty(B)
     head = (prior, emission, blocks.starts, blocks.states)
     filled = (*coded, carried, alpha, after, posterior)
+    N = B * max(steps - 1, 0)
     if isinstance(T, DenseBlocks):
         _dense(*head, *T, *filled, log_scale, backward)
-        y = q = np.empty((B, max(steps - 1, 0), 0), dtype)
+        y = q = np.empty((N, 0), dtype)
     else:
         F = T.L.shape[1]
-        y = np.empty((B, steps - 1, F) if backward else (0, 0, 0), dtype)
+        y = np.empty((N, F) if backward else (0, 0), dtype)
         q = np.empty_like(y)
-        _lowrank(*head, *T, *filled, y, q, log_scale, backward)
+        row_y, row_q = (
+            _rows_by_cluster(coded.cluster[:, 1:]),
+            _rows_by_cluster(coded.cluster[:, :-1]),
+        )
+        _lowrank(*head, *T, *filled, y, q, row_y, row_q, log_scale, backward)
     return alpha, after, posterior, y, q, float(log_scale.sum())
+
+
+def _rows_by_cluster(cluster: np.ndarray) -> np.ndarray:
+    """The row (B, T - 1) of each transition among them all sorted by ``cluster`` (B, T - 1)
+    (stably: within a cluster in sequence order), where the recursion writes its vector, so
+    that each cluster's vectors are one contiguous block for its product."""
+    rows = np.empty(cluster.size, np.int64)
+    rows[np.argsort(cluster.ravel(), kind="stable")] = np.arange(cluster.size)
+    return rows.reshape(cluster.shape)
 
 
 def log_evidence(prior, emission, blocks, T, coded: Coded, carry=None) -> tuple[float, np.ndarray]:
@@ -379,8 +396,8 @@ def statistics(prior, emission, blocks, T, coded: Coded, carry=None) -> Statisti
         coded.cluster[:, 1:].ravel(),
         alpha[:, :-1].reshape(N, k),
         after.reshape(N, k),
-        y.reshape(N, -1),
-        q.reshape(N, -1),
+        y,
+        q,
     )
     return Statistics(total, first, counts, visits, transitions, alpha[:, -1].copy())
 

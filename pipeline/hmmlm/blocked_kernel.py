@@ -29,6 +29,7 @@ class KernelBlocks(NamedTuple):
 
     T: blocked.LowRankBlocks  # L = diag(1/z) phi(U), R = phi(V), over scales (_exp_balanced)
     z: np.ndarray  # (n,) row normalisers at those shifts
+    columns: np.ndarray  # (F,) the column sums of R
     band: np.ndarray  # (nnz,) T at the band's entries
 
 
@@ -39,7 +40,8 @@ def kernel_blocks(t: Kernel, indptr, indices, work: Workspace | None = None) -> 
     L = np.matmul(t.U, t.W.T, out=scratch(work, "L", shape, t.U.dtype))
     R = np.matmul(t.V, t.W.T, out=scratch(work, "R", shape, t.V.dtype))
     shift = _exp_balanced(L, R, half_square(t.U), half_square(t.V)).astype(L.dtype)
-    z = L @ R.sum(axis=0)
+    columns = R.sum(axis=0)
+    z = L @ columns
     rows = entry_rows(indptr)
     raw = np.exp(t.band - shift[rows])
     product = np.einsum("kf,kf->k", L[rows], R[indices])
@@ -47,7 +49,52 @@ def kernel_blocks(t: Kernel, indptr, indices, work: Workspace | None = None) -> 
         z += np.bincount(rows, weights=raw - product, minlength=len(L)).astype(z.dtype)
     L /= z[:, None]
     T = blocked.LowRankBlocks(L, R, indptr, indices, (raw - product) / z[rows])
-    return KernelBlocks(T, z, raw / z[rows])
+    return KernelBlocks(T, z, columns, raw / z[rows])
+
+
+ROWS = 256
+"""Rows of an (n, F) array that one thread's pass takes at a time."""
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _column_maxima(R, half_v, partial):
+    """``R[j, f] -= half_v[j]`` in place and ``partial[p, f]`` the largest ``R[j, f]`` (after)
+    over the rows of tile p (``ROWS`` rows), in one pass, the tiles across the threads; the
+    largest over the tiles is exact in any order, so it does not depend on the threads."""
+    n, F = R.shape
+    for p in numba.prange(partial.shape[0]):
+        partial[p] = R[p * ROWS] - half_v[p * ROWS]
+        for j in range(p * ROWS, min(n, (p + 1) * ROWS)):
+            for f in range(F):
+                x = R[j, f] - half_v[j]
+                R[j, f] = x
+                if x > partial[p, f]:
+                    partial[p, f] = x
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _below(R, top):
+    """``R[j, f] -= top[f]`` in place, the rows across the threads."""
+    for j in numba.prange(R.shape[0]):
+        for f in range(R.shape[1]):
+            R[j, f] -= top[f]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _row_shift(L, half_u, top, shift):
+    """``L[i, f] = L[i, f] - half_u[i] + top[f]``, then less ``shift[i]``, its row's largest
+    entry, in place, in one pass (a row stays in cache between its two loops), the rows
+    across the threads."""
+    for i in numba.prange(L.shape[0]):
+        high = L[i, 0] - half_u[i] + top[0]
+        for f in range(L.shape[1]):
+            x = L[i, f] - half_u[i] + top[f]
+            L[i, f] = x
+            if x > high:
+                high = x
+        for f in range(L.shape[1]):
+            L[i, f] -= high
+        shift[i] = high
 
 
 def _exp_balanced(L, R, half_u, half_v):
@@ -60,26 +107,27 @@ def _exp_balanced(L, R, half_u, half_v):
     ``L R^T = diag(exp(-s)) phi(U) phi(V)^T``: the kernel over one scale per row, which the
     row normalisers ``z_i >= 1`` cancel. (With one overall scale for ``R``, ``1 / z`` grows
     past float32's range as training spreads the features' scales.) Returns ``s`` (m,).
-    Every step is a vectorised numpy operation in place (``np.exp`` is the cost).
+    Three compiled passes and numpy's vectorised ``np.exp`` (numba's is scalar) over each
+    array, in the arrays' precision.
     """
-    R -= half_v.astype(R.dtype)[:, None]
-    top = R.max(axis=0)
-    R -= top
+    partial = np.empty(((len(R) + ROWS - 1) // ROWS, R.shape[1]), R.dtype)
+    _column_maxima(R, half_v.astype(R.dtype), partial)
+    top = partial.max(axis=0)
+    _below(R, top)
     np.exp(R, out=R)
-    L -= half_u.astype(L.dtype)[:, None]
-    L += top
-    shift = L.max(axis=1)
-    L -= shift[:, None]
+    shift = np.empty(L.shape[0], L.dtype)
+    _row_shift(L, half_u.astype(L.dtype), top, shift)
     np.exp(L, out=L)
     return shift
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@numba.njit(cache=True, nogil=True, fastmath=True, parallel=True)
 def _contract(D, M, a, c):
-    """``D[i, f] = (D[i, f] - a[i] c[f]) M[i, f]`` in place; returns the row sums of D (n,)."""
+    """``D[i, f] = (D[i, f] - a[i] c[f]) M[i, f]`` in place; returns the row sums of D (n,).
+    The rows across the threads, each row's sum by one."""
     n, F = D.shape
     sums = np.empty(n)
-    for i in range(n):
+    for i in numba.prange(n):
         total = 0.0
         for f in range(F):
             value = (D[i, f] - a[i] * c[f]) * M[i, f]
@@ -89,12 +137,13 @@ def _contract(D, M, a, c):
     return sums
 
 
-def _by_cluster(cluster, vectors, features_, k: int, out: np.ndarray) -> np.ndarray:
+def _by_cluster(cluster, vectors, sorted_features, k: int, out: np.ndarray) -> np.ndarray:
     """``out[c k:(c + 1) k] = sum over rows r of cluster c of outer(vectors_r, features_r)``
-    (one k x F product per cluster; ``out`` (n, F))."""
+    (one k x F product per cluster; ``out`` (n, F)), for ``vectors`` (N, k) in the order of
+    ``cluster`` (N,) and their ``features`` (N, F) already sorted by cluster (stably)."""
     order = np.argsort(cluster, kind="stable")
     bounds = np.searchsorted(cluster[order], np.arange(len(out) // k + 1))
-    sorted_vectors, sorted_features = np.ascontiguousarray(vectors[order].T), features_[order]
+    sorted_vectors = np.ascontiguousarray(vectors[order].T)
     for c in range(len(bounds) - 1):
         lo, hi = bounds[c], bounds[c + 1]
         if hi > lo:
@@ -122,7 +171,7 @@ def gradient(t: Kernel, parts: KernelBlocks, s: blocked.Statistics, k: int, work
         dX += (h[:, None] * (ones @ R) - G @ R).astype(dtype)
         dY += (ones.T @ (h[:, None] * L) - G.T @ L).astype(dtype)
     # dX = (dL - h sum_j R_j) / z * phi(U) = (...) * L; dY = (dR - sum_i h_i L_i) * phi(V)
-    row_x = _contract(dX, L, h, R.sum(axis=0))
+    row_x = _contract(dX, L, h, parts.columns)
     row_y = _contract(dY, R, np.ones(n, dtype), h @ L)
     rows = entry_rows(indptr)
     return Kernel(

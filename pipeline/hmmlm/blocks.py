@@ -182,14 +182,31 @@ def expand(grad: Parameters, r: Restriction, like: Parameters, work=None) -> Par
     return Parameters(prior, emission, Kernel(U, V, t.W, band))
 
 
+def _rows(blocks: Blocks) -> tuple[np.ndarray, np.ndarray]:
+    """Where each state's row starts in the flat emissions (n,), and its length (n,): the
+    words of its cluster."""
+    lengths = np.repeat(np.diff(blocks.starts), blocks.states)
+    return np.concatenate([[0], np.cumsum(lengths[:-1])]), lengths
+
+
 def emission_probabilities(logits: np.ndarray, blocks: Blocks) -> np.ndarray:
-    """The flat emission probabilities: a softmax over each state's row of its block."""
-    out = np.empty_like(logits)
-    k = blocks.states
-    for c in range(blocks.n_clusters):
-        lo, hi = k * blocks.starts[c], k * blocks.starts[c + 1]
-        out[lo:hi] = softmax_rows(logits[lo:hi].reshape(k, -1)).ravel()
+    """The flat emission probabilities: a softmax over each state's row of its block (each
+    row's total summed in float64)."""
+    starts, lengths = _rows(blocks)
+    out = logits - np.repeat(np.maximum.reduceat(logits, starts), lengths)
+    np.exp(out, out=out)
+    totals = np.add.reduceat(out, starts, dtype=np.float64).astype(out.dtype)
+    out /= np.repeat(totals, lengths)
     return out
+
+
+def emission_gradient(counts: np.ndarray, probabilities: np.ndarray, blocks: Blocks) -> np.ndarray:
+    """The gradient of the log evidence with respect to the flat emission logits (k V,):
+    ``counts - (the row's total count) * probabilities`` on every state's row of its block,
+    from the expected emission ``counts`` (k V,) and the emission ``probabilities`` (k V,)."""
+    starts, lengths = _rows(blocks)
+    totals = np.repeat(np.add.reduceat(counts, starts), lengths)
+    return (counts - totals * probabilities).astype(probabilities.dtype)
 
 
 def emission_matrix(probabilities: np.ndarray, blocks: Blocks) -> sp.csr_array:
@@ -362,13 +379,7 @@ def batch_gradient(
     start = None if carry is None else carry_in(carry, coded.cluster[:, 0], r)
     s = blocked.statistics(prior, emission, r.blocks, T, coded, start)
     d_transition = kind.gradient(sub.transition, state, T, s, r, work)
-    d_emission = np.empty_like(sub.emission)
-    k_kept = r.blocks.states
-    for c in range(r.blocks.n_clusters):
-        lo, hi = k_kept * r.blocks.starts[c], k_kept * r.blocks.starts[c + 1]
-        counts = s.emission_counts[lo:hi].reshape(k_kept, -1)
-        probabilities = emission[lo:hi].reshape(k_kept, -1)
-        d_emission[lo:hi] = (counts - counts.sum(axis=1, keepdims=True) * probabilities).ravel()
+    d_emission = emission_gradient(s.emission_counts, emission, r.blocks)
     starts = 0 if carry is not None else len(tokens)
     grad = Parameters(
         (s.posterior_start - starts * prior).astype(sub.prior.dtype),

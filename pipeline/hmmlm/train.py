@@ -131,11 +131,12 @@ def _rebuild(tree, leaves: list[np.ndarray]):
     return leaves.pop(0)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@numba.njit(cache=True, nogil=True, fastmath=True, parallel=True)
 def _adam(x, g, m, v, rate, scale, beta1, beta2, corrected1, corrected2):
     """One Adam ascent step on the flat arrays (in place): ``g`` is the gradient times
-    ``scale``; ``corrected1, corrected2 = 1 - beta^step``."""
-    for i in range(x.size):
+    ``scale``; ``corrected1, corrected2 = 1 - beta^step``. Each entry on its own, the
+    entries across the threads."""
+    for i in numba.prange(x.size):
         gi = g[i] * scale
         m[i] = beta1 * m[i] + (1 - beta1) * gi
         v[i] = beta2 * v[i] + (1 - beta2) * gi * gi
@@ -155,16 +156,31 @@ def perplexity(p: Parameters, streams: np.ndarray, blocks: Blocks | None = None)
     return float(np.exp(-log_evidence(p, streams, blocks) / streams.size))
 
 
-def _batch_gradient(p, tokens, blocks, state_dropout, rng, work, carry, previous):
-    """``(gradient, last beliefs)`` of one segment of every stream."""
+def _sub_models(
+    p: Parameters, blocks: Blocks | None, state_dropout: float, rng: np.random.Generator
+) -> Callable[[], blocked_model.Restriction | None]:
+    """What gives each batch's sub-model (``pipeline.hmmlm.blocks``): without state dropout
+    the whole model's restriction, made once; with it a random one each call; None for an
+    unblocked model."""
+    if blocks is None:
+        return lambda: None
+    width = p.transition.band.shape[1] if isinstance(p.transition, Kernel) else 0
+    if not state_dropout:
+        whole = blocked_model.full(blocks, width)
+        return lambda: whole
+    return lambda: blocked_model.restriction(
+        blocks, blocked_model.kept_states(blocks, state_dropout, rng), width
+    )
+
+
+def _batch_gradient(p, tokens, blocks, r, work, carry, previous):
+    """``(gradient, last beliefs)`` of one segment of every stream, under the sub-model
+    ``r`` of a blocked model (None: unblocked)."""
     if blocks is None:
         prior, emission = softmax_rows(p.prior), softmax_rows(p.emission)
         T = transition_matrix(p.transition)
         s = statistics(prior, T, emission, tokens, carry)
         return gradient(p, s, len(tokens) if carry is None else 0), s.last
-    width = p.transition.band.shape[1] if isinstance(p.transition, Kernel) else 0
-    kept = blocked_model.kept_states(blocks, state_dropout, rng)
-    r = blocked_model.restriction(blocks, kept, width)
     _, grad, last = blocked_model.batch_gradient(
         p, blocks, tokens, r, work, carry=carry, previous=previous
     )
@@ -185,10 +201,11 @@ def _warm_up(p, streams, blocks, state_dropout, length: int, learning_rate: floa
     (B, L) (the second carries the first's state) and an Adam step on scratch copies of one
     number of every array. ``p`` is not changed and state dropout draws from a generator of
     its own, so training computes what it would have without it."""
-    work, rng, carry, previous, grad = Workspace(), np.random.default_rng(0), None, None, None
+    work, carry, previous, grad = Workspace(), None, None, None
+    sub_model = _sub_models(p, blocks, state_dropout, np.random.default_rng(0))
     for lo in range(0, min(streams.shape[1], 2 * length), length):
         tokens = streams[:, lo : lo + length]
-        grad, carry = _batch_gradient(p, tokens, blocks, state_dropout, rng, work, carry, previous)
+        grad, carry = _batch_gradient(p, tokens, blocks, sub_model(), work, carry, previous)
         previous = tokens[:, -1]
     if grad is None:  # no tokens: no step to warm
         return
@@ -215,7 +232,7 @@ def train(
     (``_warm_up``), outside ``max_seconds``. ``on_epoch(epoch, perplexity)`` is called after
     each epoch (1, 2, ...) with its validation perplexity, outside the epoch's time."""
     _warm_up(p, train_streams, blocks, state_dropout, schedule.length, schedule.learning_rate)
-    rng = np.random.default_rng(seed)
+    sub_model = _sub_models(p, blocks, state_dropout, np.random.default_rng(seed))
     leaves = _leaves(p)
     first, second = [np.zeros_like(x) for x in leaves], [np.zeros_like(x) for x in leaves]
     work = Workspace()
@@ -233,9 +250,7 @@ def train(
         carry, previous = None, None
         for lo in range(0, train_streams.shape[1], schedule.length):
             tokens = train_streams[:, lo : lo + schedule.length]
-            grad, carry = _batch_gradient(
-                p, tokens, blocks, state_dropout, rng, work, carry, previous
-            )
+            grad, carry = _batch_gradient(p, tokens, blocks, sub_model(), work, carry, previous)
             previous, grads = tokens[:, -1], _leaves(grad)
             scale = _clipped_scale(grads, 1.0 / tokens.size, schedule.clip)
             step += 1

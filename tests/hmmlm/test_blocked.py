@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pipeline.hmm import HMM
-from pipeline.hmmlm import blocked, evidence
+from pipeline.hmmlm import blocked, blocked_kernel, evidence
 from pipeline.hmmlm import blocks as bm
 from pipeline.hmmlm.clusters import blocks_of
 from pipeline.hmmlm.parameters import Parameters, gradient, initial, softmax_rows
@@ -276,3 +276,44 @@ def test_a_batch_gives_the_same_bits_on_one_thread_or_all(name):
     np.testing.assert_array_equal(last_one, last_many)
     for (_, a), (_, b) in zip(array_leaves(grad_one), array_leaves(grad_many), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_kernels_features_are_numpys_passes_bit_for_bit():
+    """``_exp_balanced``'s compiled passes (the column maxima over tiles of rows, across
+    threads) give the bits of the same steps written as numpy passes, over several tiles."""
+    rng = np.random.default_rng(5)
+    n, F = 3 * blocked_kernel.ROWS + 17, 40
+    L, R = (3 * rng.standard_normal((n, F), dtype=np.float32) for _ in range(2))
+    half_u, half_v = rng.random(n), rng.random(n)
+    expected_R = R - half_v.astype(np.float32)[:, None]
+    top = expected_R.max(axis=0)
+    expected_R = np.exp(expected_R - top)
+    expected_L = L - half_u.astype(np.float32)[:, None] + top
+    expected_shift = expected_L.max(axis=1)
+    expected_L = np.exp(expected_L - expected_shift[:, None])
+    shift = blocked_kernel._exp_balanced(L, R, half_u, half_v)
+    np.testing.assert_array_equal(R, expected_R)
+    np.testing.assert_array_equal(L, expected_L)
+    np.testing.assert_array_equal(shift, expected_shift)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_emissions_and_their_gradient_are_each_rows_softmax(dtype):
+    """The flat emissions, all rows at once, against a softmax of each state's row of its
+    cluster's block, and their gradient against ``counts - total * probabilities`` row by
+    row, to the rounding of the dtype (the totals are summed in another order)."""
+    blocks = blocks_of(np.random.default_rng(3).integers(0, 5, 40) % 5, 3)
+    rng = np.random.default_rng(4)
+    logits = (4 * rng.standard_normal(blocks.states * blocks.n_words)).astype(dtype)
+    counts = rng.random(logits.size)
+    probabilities = bm.emission_probabilities(logits, blocks)
+    gradient = bm.emission_gradient(counts, probabilities, blocks)
+    k, tolerance = blocks.states, 1e-6 if dtype == np.float32 else 1e-14
+    for c in range(blocks.n_clusters):
+        lo, hi = k * blocks.starts[c], k * blocks.starts[c + 1]
+        rows = softmax_rows(logits[lo:hi].reshape(k, -1).astype(np.float64))
+        np.testing.assert_allclose(probabilities[lo:hi].reshape(k, -1), rows, rtol=tolerance)
+        counts_c = counts[lo:hi].reshape(k, -1)
+        expected = counts_c - counts_c.sum(axis=1, keepdims=True) * rows
+        np.testing.assert_allclose(gradient[lo:hi].reshape(k, -1), expected, atol=10 * tolerance)
+    assert probabilities.dtype == gradient.dtype == dtype

@@ -11,7 +11,13 @@ import pytest
 from pipeline.hmmlm import train as training
 from pipeline.hmmlm.clusters import blocks_of
 from pipeline.hmmlm.evidence import statistics
-from pipeline.hmmlm.parameters import gradient, initial, softmax_rows, transition_matrix
+from pipeline.hmmlm.parameters import (
+    gradient,
+    initial,
+    softmax_in_place,
+    softmax_rows,
+    transition_matrix,
+)
 from pipeline.hmmlm.train import (
     Schedule,
     _clipped_scale,
@@ -216,3 +222,15 @@ def test_the_warm_up_before_the_timed_epochs_changes_nothing(blocked, monkeypatc
         np.array_equal(a, b)
         for a, b in zip(_leaves(warmed.parameters), _leaves(cold.parameters), strict=True)
     )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_in_place_softmax_is_each_rows_softmax(dtype):
+    """The full softmax's transitions, made in place, against each row's softmax in float64,
+    to the rounding of the dtype (float32's ``x - max`` rounds by ``|x - max| eps``, up to
+    30 eps here); the array itself is the result."""
+    logits = (5 * np.random.default_rng(2).standard_normal((7, 300))).astype(dtype)
+    expected = softmax_rows(logits.astype(np.float64))
+    result = softmax_in_place(logits)
+    assert result is logits and result.dtype == dtype
+    np.testing.assert_allclose(result, expected, rtol=1e-5 if dtype == np.float32 else 1e-14)
