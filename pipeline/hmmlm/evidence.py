@@ -13,6 +13,14 @@ its own cost (``pipeline.hmmlm.parameters``).
 A sequence either starts from the prior or continues a stream: then ``carry`` (B, n) is
 the belief at the previous segment's last token, and the first step is a transition from
 it (a transition of the gradient too).
+
+Why training keeps this recursion rather than calling ``pipeline.inference.smoothing``:
+smoothing returns the expected transition counts as one n x n matrix, which the kernel
+parameterisations must never form (at 2^14 states it is 2 GiB a batch, and contracting it
+costs O(n^2) where the factors cost O(n F)); here the counts stay the two factors
+``before`` and ``after``, a batch steps as one ``(B, n)`` product, and a carried segment
+starts with a transition. ``tests/hmmlm/test_hmmlm.py`` holds it against
+``pipeline.inference.smoothing`` (evidence, emission counts, pair marginals), carried too.
 """
 
 from __future__ import annotations

@@ -27,7 +27,9 @@ from pipeline.hmmlm.train import (
     perplexity,
     train,
 )
+from pipeline.inference import smoothing
 from pipeline.operators import LowRank, toarray
+from pipeline.testing.random_models import random_hmm
 
 from helpers import brute_force_log_evidence, finite_difference_errors
 
@@ -61,6 +63,34 @@ def test_log_evidence_equals_the_sum_over_all_paths(name):
     T = toarray(transition_matrix(p.transition))
     expected = brute_force_log_evidence(prior, T, emission, tokens)
     assert _log_evidence(p, tokens) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("carried", [False, True])
+def test_the_training_recursion_is_pipeline_inferences_smoothing(carried):
+    """The recursion training keeps (``pipeline.hmmlm.evidence`` says why) against
+    ``pipeline.inference.smoothing`` of the same HMM: the evidence, the emission counts and
+    the pair marginals of every transition, ``T * (before.T @ after)``; carried, each
+    sequence starts with a transition from its carry, so smoothing starts from the carry
+    moved one step."""
+    hmm = random_hmm(3, 6, 4)
+    T, E = hmm.transition, hmm.emission
+    tokens = np.random.default_rng(4).integers(0, 4, (3, 9))
+    carry = np.random.default_rng(5).dirichlet(np.ones(6), size=3) if carried else None
+    s = statistics(hmm.prior, T, E, tokens, carry)
+    if carried:  # each sequence from its own start: the carry moved one step
+        reference = smoothing(hmm, tokens, initial=carry @ T, counts=True)
+    else:
+        reference = smoothing(hmm, tokens, counts=True)
+    assert s.log_evidence == pytest.approx(reference.log_evidence.sum(), rel=1e-12)
+    counts = np.zeros_like(E)
+    for b, t in np.ndindex(tokens.shape):
+        counts[:, tokens[b, t]] += reference.posteriors[b, t]
+    np.testing.assert_allclose(s.emission_counts, counts, atol=1e-12)
+    within = s.before.reshape(3, -1, 6), s.after.reshape(3, -1, 6)
+    if carried:  # the first transition of each sequence is the one from the carry
+        within = within[0][:, 1:], within[1][:, 1:]
+    pairs = T * (within[0].reshape(-1, 6).T @ within[1].reshape(-1, 6))
+    np.testing.assert_allclose(pairs, toarray(reference.transition_counts), atol=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
