@@ -11,7 +11,10 @@ from matplotlib.image import imread
 from pipeline.analysis import analyze
 from pipeline.kinds.learning import sweep as learning
 from pipeline.kinds.learning.grid import LearningCell
+from pipeline.kinds.learning.report import problems
+from pipeline.kinds.learning.results import references
 from pipeline.kinds.learning.tasks import learning_cell, reference_task
+from pipeline.learning.summary import fastest_within
 from pipeline.sweep import run
 from pipeline.sweep.config import ConfigError, validate
 
@@ -99,6 +102,12 @@ def test_the_sweep_runs_resumes_grows_and_reports(client, tmp_path, caplog):
     text = written.report.read_text()
     assert "## Which approximation reaches within 1% of exact EM first" in text
     assert "topk_transitions 8" in text or "topk_transitions 2" in text or "lowrank 2" in text
+    table = text.split("## Which approximation")[1].split("```text\n")[1].split("```")[0]
+    best, lines = fastest_within(references(grown)), table.splitlines()[1:]
+    assert len(lines) == len(problems(grown)) == 2
+    for line, problem in zip(lines, problems(grown), strict=True):  # the verdict: time saved
+        saved = float(best.sel(problem)["saved_seconds"])
+        assert line.endswith("yes") == (saved > 0) and line.endswith("sooner") == (saved <= 0)
     for name in ("pareto.png", "convergence.png"):
         assert f"![{name}]({name})" in text
         assert np.ptp(imread(tmp_path / "report" / name)[..., :3]) > 0.5
