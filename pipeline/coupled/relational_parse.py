@@ -5,6 +5,11 @@ becomes its index in its type's domain (-1 for a constant of the spec that a red
 leaves out: it then matches nothing), every variable gets the type of the argument it fills,
 and the background relations become lists of index tuples. Every problem is a one-line
 ``ValueError`` that names the rule.
+
+This module is longer than most (about 450 lines) because it is one parser read top to
+bottom in the order of the spec's sections (types, relations, rules, observations), each
+section's checks beside its reading, so that the message a bad spec gets sits where the
+field is read.
 """
 
 from __future__ import annotations

@@ -50,6 +50,10 @@ transition ``t - 1 -> t`` the belief ``alpha_{t-1}`` and ``g_t = e_t * beta_t / 
 that ``d log P / d T[i, j] = sum_t alpha_{t-1}[i] g_t[j]`` within the blocks. For a
 low-rank model they come with ``y_t = alpha_{t-1} L_a`` and ``q_t = g_t R_b`` (F each) for
 the parameterisation to contract by cluster (``pipeline.hmmlm.blocks``).
+
+This module is longer than most (about 460 lines) because its compiled forward and backward
+passes and the plain-Python driver that calls them stay together, as ``pipeline.kernels``'
+do, for numba's cache: a cached recursion is checked against its own source file only.
 """
 
 from __future__ import annotations
