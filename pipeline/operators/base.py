@@ -20,6 +20,8 @@ and the row blocks of a selection, ``DenseRows`` and ``SparseRows``), the limits
 work a format may do for one (``BLOCK_ENTRIES``, ``MAX_GENERATED``), the error helpers
 the formats share (``bad_entry``, ``check_real``, ``check_factors``), and the runners of
 the compiled steps the formats' products share (``run_backward``, ``run_max_product``).
+This module is longer than most (about 430 lines) because it is the one contract every
+format implements: each operation's generic function and docstring, read side by side.
 """
 
 from __future__ import annotations
