@@ -236,15 +236,19 @@ def test_the_file_experiment_takes_its_size_from_the_file(tmp_path):
     saved = tmp_path / "mine.npz"
     hmm = build_model("bell", 30)
     file_family.save(saved, hmm.prior, hmm.transition, hmm.emission)
-    cfg = composed("experiment=file", f"model.file.path={saved}")
+    cfg = composed("experiment=file", f"methods.model.file.path={saved}")
     kind = validate(cfg)
     assert kind.grid(cfg).sizes == {"file": (30,)}
-    with pytest.raises(ConfigError, match=r"^model.file.path: the file family needs path="):
+    with pytest.raises(ConfigError, match=r"^methods.model.file.path: the file family needs path="):
         validate(composed("experiment=file"))
     with pytest.raises(
-        ConfigError, match=r"^grid.n_states: '.*mine.npz' holds an HMM of 30 states"
+        ConfigError, match=r"^methods.grid.n_states: '.*mine.npz' holds an HMM of 30 states"
     ):
-        validate(composed("experiment=file", f"model.file.path={saved}", "grid.n_states=[20]"))
+        validate(
+            composed(
+                "experiment=file", f"methods.model.file.path={saved}", "methods.grid.n_states=[20]"
+            )
+        )
 
 
 def test_a_plugin_sweep_kind_is_swept_resumed_and_reported(example, tmp_path):

@@ -37,12 +37,12 @@ def test_the_contract_names_a_mode_nothing_registers():
 
 def test_an_unknown_mode_or_a_missing_setting_is_a_one_line_error():
     with pytest.raises(ConfigError, match="unknown mode 'sample'; allowed: predict") as error:
-        validate(composed("grid.modes=[sample]"))
+        validate(composed("methods.grid.modes=[sample]"))
     assert "\n" not in str(error.value)
     for name, mode in modes.MODES.items():
         if mode.setting:
             with pytest.raises(ConfigError, match=f"takes a setting .* {name}_<setting>"):
-                validate(composed(f"grid.modes=[{name}]"))
+                validate(composed(f"methods.grid.modes=[{name}]"))
 
 
 PLUGIN = """
@@ -61,12 +61,12 @@ ENTRY = {"everywhere": "everywhere_mode:MODE"}
 
 def test_a_plugin_mode_joins_by_its_entry_point(tmp_path, monkeypatch):
     """A package's mode (entry point group ``pipeline.modes``) is listed after the built-ins,
-    allowed in ``grid.modes`` and looked up like them."""
+    allowed in ``methods.grid.modes`` and looked up like them."""
     monkeypatch.syspath_prepend(str(tmp_path))
     install(tmp_path, "modepkg", {"everywhere_mode": PLUGIN}, {"pipeline.modes": ENTRY})
     registry = Registry[Mode]("mode", "pipeline.modes", modes.BUILTIN)
     monkeypatch.setattr(modes, "MODES", registry)
     assert list(registry)[: len(modes.BUILTIN)] == list(modes.BUILTIN)
     assert "everywhere" in modes.names() and registry.origin("everywhere") == "modepkg 0.1"
-    validate(composed("grid.modes=[filter,everywhere]"))
+    validate(composed("methods.grid.modes=[filter,everywhere]"))
     assert modes.lookup("everywhere").title == "filtering, every step observed"
