@@ -1,4 +1,4 @@
-"""The methods sweep's grid: the cells of ``grid`` and the coordinates of their store.
+"""The methods sweep's grid: the cells of ``methods.grid`` and the coordinates of their store.
 
 A cell is one ``(family, n_states, method, setting, seed, mode)`` point: one
 approximate run against its exact reference. Cells share work (one model per
@@ -56,9 +56,9 @@ def _fixed_size(family: str, params: dict) -> int | None:
 
 
 def family_sizes(grid, params: dict) -> dict[str, list[int]]:
-    """``grid.n_states`` as a mapping family -> sizes. A family whose parameters fix its size
-    (``params[family]``: a model file's path) needs none: its size is read where the grid
-    gives none (a size that disagrees is its ``check``'s error)."""
+    """``methods.grid.n_states`` as a mapping family -> sizes. A family whose parameters fix
+    its size (``params[family]``: a model file's path) needs none: its size is read where
+    the grid gives none (a size that disagrees is its ``check``'s error)."""
     sizes = grid.n_states
     allowed = "a list of integers >= 2, or a mapping family -> list"
     if isinstance(sizes, typing.Mapping):
@@ -95,7 +95,7 @@ def family_sizes(grid, params: dict) -> dict[str, list[int]]:
 
 
 def grid_methods(grid) -> dict[str, list]:
-    """``grid.methods`` as a mapping method -> settings."""
+    """``methods.grid.methods`` as a mapping method -> settings."""
     methods = grid.methods
     allowed = "a mapping method -> list of settings, e.g. {topp: [0.5, 0.9], topk: [5]}"
     if methods is None:

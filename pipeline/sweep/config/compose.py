@@ -132,7 +132,7 @@ def _composition_error(error: Exception) -> str:
 def _null_section(overrides: list[str]) -> str | None:
     """The override that sets a key in the section of a kind the config did not choose
     (that section is null), as one line; None if there is none."""
-    sections = {kind.SECTION: name for name, kind in installed().items() if kind.SECTION}
+    sections = {kind.SECTION: name for name, kind in installed().items()}
     chosen = {o.partition("=")[2] for o in overrides if o.lstrip("+~").startswith("kind=")}
     for override in overrides:
         key = override.partition("=")[0].lstrip("+~")
