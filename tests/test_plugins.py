@@ -167,14 +167,14 @@ def test_the_example_plugins_and_a_saved_model_are_swept_and_reported(example, t
     overrides = [
         *TINY,
         "cluster.n_workers=1",
-        "grid.families=[ring,file]",
-        "grid.n_states={ring:[12]}",
-        "model.ring.reach=2",
-        f"model.file.path={saved}",
-        "grid.methods={topp:[0.9],threshold:[0.1]}",
-        "grid.seeds=[0]",
-        "grid.horizon=6",
-        "timing.min_seconds=0",
+        "methods.grid.families=[ring,file]",
+        "methods.grid.n_states={ring:[12]}",
+        "methods.model.ring.reach=2",
+        f"methods.model.file.path={saved}",
+        "methods.grid.methods={topp:[0.9],threshold:[0.1]}",
+        "methods.grid.seeds=[0]",
+        "methods.grid.horizon=6",
+        "methods.timing.min_seconds=0",
         "store=mine.zarr",
     ]
     result = sweep(*overrides, cwd=tmp_path, env=env)
@@ -208,23 +208,24 @@ def test_the_example_plugins_and_a_saved_model_are_swept_and_reported(example, t
 
     for override, message in [
         (
-            "grid.families=[broken]",
-            "error: grid.families: the plug-in model family 'broken' (entry point broken = "
+            "methods.grid.families=[broken]",
+            "error: methods.grid.families: the plug-in model family 'broken' (entry point broken = "
             "broken_family (brokenpkg 0.1)) failed to import: ModuleNotFoundError",
         ),
         (
-            "grid.methods={topk:[2]}",
-            "error: grid.methods: the plug-in entry point topk = clash_method (clashpkg 0.1) "
-            "takes the name of the built-in method 'topk'; rename the entry point",
+            "methods.grid.methods={topk:[2]}",
+            "error: methods.grid.methods: the plug-in entry point topk = clash_method (clashpkg "
+            "0.1) takes the name of the built-in method 'topk'; rename the entry point",
         ),
         (
-            "model.ring.nope=1",
-            "error: model.ring.nope: unknown parameter 'nope' for model family 'ring'; "
+            "methods.model.ring.nope=1",
+            "error: methods.model.ring.nope: unknown parameter 'nope' for model family 'ring'; "
             "allowed: reach, noise",
         ),
         (
-            "grid.n_states={ring:[12],file:[7]}",
-            f"error: grid.n_states.file: '{saved}' holds an HMM of 6 states, not n_states=7",
+            "methods.grid.n_states={ring:[12],file:[7]}",
+            f"error: methods.grid.n_states.file: '{saved}' holds an HMM of 6 states, not "
+            "n_states=7",
         ),
     ]:
         refused = sweep(*overrides, override, cwd=tmp_path, env=env)
@@ -236,15 +237,19 @@ def test_the_file_experiment_takes_its_size_from_the_file(tmp_path):
     saved = tmp_path / "mine.npz"
     hmm = build_model("bell", 30)
     file_family.save(saved, hmm.prior, hmm.transition, hmm.emission)
-    cfg = composed("experiment=file", f"model.file.path={saved}")
+    cfg = composed("experiment=file", f"methods.model.file.path={saved}")
     kind = validate(cfg)
     assert kind.grid(cfg).sizes == {"file": (30,)}
-    with pytest.raises(ConfigError, match=r"^model.file.path: the file family needs path="):
+    with pytest.raises(ConfigError, match=r"^methods.model.file.path: the file family needs path="):
         validate(composed("experiment=file"))
     with pytest.raises(
-        ConfigError, match=r"^grid.n_states: '.*mine.npz' holds an HMM of 30 states"
+        ConfigError, match=r"^methods.grid.n_states: '.*mine.npz' holds an HMM of 30 states"
     ):
-        validate(composed("experiment=file", f"model.file.path={saved}", "grid.n_states=[20]"))
+        validate(
+            composed(
+                "experiment=file", f"methods.model.file.path={saved}", "methods.grid.n_states=[20]"
+            )
+        )
 
 
 def test_a_plugin_sweep_kind_is_swept_resumed_and_reported(example, tmp_path):

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-import yaml
 from matplotlib.figure import Figure
+
+from pipeline.results.config import stored_config
 
 
 class Analysis(NamedTuple):
@@ -60,7 +61,7 @@ def runs_lines(runs: list[dict]) -> list[str]:
         return []
 
     def settings(run: dict) -> dict[str, object]:
-        flat = _flat(yaml.safe_load(run.get("config") or "") or {})
+        flat = _flat(stored_config(run.get("config")))
         return flat | {"workers": run.get("workers"), "commit": run.get("git_commit")}
 
     first, changes = settings(runs[0]), {}

@@ -235,7 +235,7 @@ def _locked(
         workers = {
             "workers": len(threads),
             "worker_blas_threads": str(low) if low == high else f"{low} to {high}",
-            "timing_blas_threads": cfg.timing.blas_threads,
+            **grid.run_attrs(),
         }
         results.update_attrs(**workers)
         results.add_run({**{k: attrs[k] for k in RUN_ATTRS}, **workers})

@@ -12,23 +12,26 @@ from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
 from pipeline.sweep.kind import installed
 
 MOST_USED = (
-    "grid.families",
-    "grid.n_states",
-    "grid.methods",
-    "grid.horizon",
-    "grid.seeds",
-    "grid.modes",
+    "methods.grid.families",
+    "methods.grid.n_states",
+    "methods.grid.methods",
+    "methods.grid.horizon",
+    "methods.grid.seeds",
+    "methods.grid.modes",
     "store",
     "overwrite",
-    "timing.enabled",
+    "methods.timing.enabled",
     "max_cells",
 )
 """The keys ``--help`` shows; ``--cfg job`` and the documentation list all of them."""
 
+COLUMN = max(map(len, MOST_USED))
+"""The width of the keys' column, the longest key's."""
+
 EXAMPLES = """\
   python -m pipeline.sweep experiment=smoke
-  python -m pipeline.sweep experiment=methods 'grid.methods={topp:[0.5,0.9]}' grid.seeds=[0,1]
-  python -m pipeline.sweep experiment=file model.file.path=my_hmm.npz cluster=machine"""
+  python -m pipeline.sweep experiment=methods 'methods.grid.methods={topp:[0.5,0.9]}'
+  python -m pipeline.sweep experiment=file methods.model.file.path=my_hmm.npz cluster=machine"""
 
 
 def _first_sentence(text: str) -> str:
@@ -37,10 +40,11 @@ def _first_sentence(text: str) -> str:
     return re.split(r"(?<=\.)\s+(?=[A-Z])", plain, maxsplit=1)[0]
 
 
-def _entry(name: str, text: str, width: int) -> list[str]:
-    """``name`` and ``text`` wrapped beside it to ``width`` columns, never cut."""
+def _entry(name: str, text: str, width: int, column: int = 16) -> list[str]:
+    """``name`` in ``column`` columns and ``text`` wrapped beside it to ``width`` columns,
+    never cut."""
     return textwrap.wrap(
-        text, width, initial_indent=f"  {name:16} ", subsequent_indent=" " * 19,
+        text, width, initial_indent=f"  {name:{column}} ", subsequent_indent=" " * (column + 3),
         break_on_hyphens=False,
     )  # fmt: skip
 
@@ -48,10 +52,12 @@ def _entry(name: str, text: str, width: int) -> list[str]:
 def _kind_lines(width: int) -> list[str]:
     """``kind=NAME``: every installed kind, wrapped under the key."""
     names = ", ".join(
-        f"{name} ({kind.SECTION}.*)" if kind.SECTION else f"{name} (grid.*, the default)"
+        f"{name} ({kind.SECTION}.*{', the default' if name == 'methods' else ''})"
         for name, kind in installed().items()
     )
-    return _entry("kind=NAME", f"the kind of sweep, each reading its own keys: {names}", width)
+    return _entry(
+        "kind=NAME", f"the kind of sweep, each reading its own keys: {names}", width, COLUMN
+    )
 
 
 def text(width: int = 100) -> str:
@@ -71,9 +77,11 @@ def text(width: int = 100) -> str:
         "Most used keys (key=value; lists as [a,b], mappings as {k:[v]}):",
     ]
     for name in MOST_USED:
-        lines += _entry(name, _first_sentence(meanings[name].meaning), width)
+        lines += _entry(name, _first_sentence(meanings[name].meaning), width, COLUMN)
     lines += [
-        *_entry("cluster=NAME", f"where the work runs: {meanings['cluster'].allowed}", width),
+        *_entry(
+            "cluster=NAME", f"where the work runs: {meanings['cluster'].allowed}", width, COLUMN
+        ),
         *_kind_lines(width),
         "",
         "Examples:",

@@ -10,7 +10,6 @@ config: the config's schema is assembled from the kinds it lists.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import typing
@@ -75,12 +74,16 @@ class Grid:
     def value_free(self) -> dict[str, str]:
         """The config keys (a key names its whole section) that change no stored value of
         this grid, each with the reason; every other key is in ``identity()`` (tested by
-        perturbing each key in turn). Default: ``RUN_SETTINGS``. Another kind's keys are not
-        the grid's to name: ``unread_keys``."""
+        perturbing each key in turn). Default: ``RUN_SETTINGS``."""
         return RUN_SETTINGS
 
     def long_names(self) -> dict[str, str]:
         """Coordinate ``long_name``s that depend on the grid (beyond the schema's)."""
+        return {}
+
+    def run_attrs(self) -> dict[str, Any]:
+        """Attributes of the store (and of each run's record) that describe how this grid's
+        cells run, beyond its identity; none by default."""
         return {}
 
     def dim_lengths(self) -> dict[str, int]:
@@ -145,12 +148,12 @@ class SweepKind(Protocol):
     named by its ``pipeline.kinds.Kind``) has this interface.
 
     - ``SCHEMA``: what its store holds (``pipeline.results``), named by the store's ``kind``;
-    - ``SECTION``: the config section holding its settings, set only when the config's
-      ``kind`` is this kind (None: its keys are at the top level, as the default ``methods``
-      sweep reads ``grid``), and ``CONFIG``: the dataclass that types the section, or the
-      top-level keys (keys, types, defaults, and each field's docstring, which ``--help``
-      and the config reference show; ``pipeline.sweep.config.schema.sweep_config`` makes
-      the whole config's schema of every installed kind's);
+    - ``SECTION``: the config section holding its settings, named like the kind, set only
+      when the config's ``kind`` is this kind (``methods.grid``, ``training.max_epochs``),
+      and ``CONFIG``: the dataclass that types the section (keys, types, defaults, and each
+      field's docstring, which ``--help`` and the config reference show;
+      ``pipeline.sweep.config.schema.sweep_config`` makes the whole config's schema of every
+      installed kind's);
     - ``validate(cfg)``: raise ``ConfigError`` naming the first invalid key of its section;
     - ``grid(cfg)``: the ``Grid`` of a validated config;
     - ``submit(client, grid, cells, *, store)``: send ``cells`` to the Dask ``client``;
@@ -167,7 +170,7 @@ class SweepKind(Protocol):
     """
 
     SCHEMA: Schema
-    SECTION: str | None
+    SECTION: str
     CONFIG: type
 
     def validate(self, cfg) -> None: ...
@@ -201,15 +204,3 @@ def installed() -> dict[str, SweepKind]:
         except Exception as error:  # any failure of a plug-in's import is reported alike
             warnings.warn(f"sweep kind {name!r}: {error}", RuntimeWarning, stacklevel=2)
     return found
-
-
-def unread_keys(kind: str) -> dict[str, str]:
-    """The top-level keys of every installed kind but ``kind`` that has no section of its own
-    (the methods kind's ``grid``, ``model``, ...), each with the reason: every config holds
-    them, and only their own kind reads them."""
-    return {
-        item.name: f"read by the {name} kind only"
-        for name, other in installed().items()
-        if name != kind and other.SECTION is None
-        for item in dataclasses.fields(other.CONFIG)
-    }

@@ -29,6 +29,7 @@ from pipeline.sweep.config.compose import (
     sweep_jobs,
 )
 from pipeline.sweep.config.errors import ConfigError
+from pipeline.sweep.config.moved import normalise
 from pipeline.sweep.engine import default_store, prepare, sweep
 from pipeline.sweep.help import text as help_text
 from pipeline.sweep.provenance import shown_config
@@ -45,8 +46,10 @@ def store_path(cfg) -> Path:
 
 
 def run(cfg) -> int:
-    """The sweep of a config Hydra composed, with its summary; the exit status (1 if any
+    """The sweep of a config Hydra composed (a config file of the old layout moved into the
+    methods section first, ``moved.normalise``), with its summary; the exit status (1 if any
     cell failed)."""
+    normalise(cfg, HydraConfig.get().overrides.task)
     outcome = sweep(cfg, store_path(cfg))
     print(outcome.kind.summary(open_results(outcome.store).load()))
     print(f"results: {outcome.store}  (xr.open_zarr({str(outcome.store)!r}))")

@@ -42,13 +42,13 @@ def check_schema(kind: str) -> None:
 
 def check_interface(kind: str) -> None:
     """The kind's sweep module has the ``SweepKind`` interface (``SCHEMA``, the kind's own;
-    ``SECTION``, the kind's name or None; ``CONFIG``, a dataclass; ``validate``, ``grid``,
+    ``SECTION``, the kind's name; ``CONFIG``, a dataclass; ``validate``, ``grid``,
     ``submit`` and ``summary``, functions) and its report is a function."""
     found = _kind(kind)
     assert callable(found.load("report")), f"{kind}: its report is not a function"
     sweep = found.load("sweep")
     assert sweep.SCHEMA is found.schema, f"{kind}: the sweep's SCHEMA is not the kind's"
-    assert sweep.SECTION in (kind, None), f"{kind}: SECTION {sweep.SECTION!r}"
+    assert sweep.SECTION == kind, f"{kind}: SECTION {sweep.SECTION!r}"
     assert dataclasses.is_dataclass(sweep.CONFIG), f"{kind}: CONFIG is not a dataclass"
     for function in ("validate", "grid", "submit", "summary"):
         assert callable(getattr(sweep, function, None)), f"{kind}: no function {function}"

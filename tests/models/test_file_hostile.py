@@ -356,7 +356,13 @@ def test_damage_the_memory_estimate_reads_first_exits_2_from_the_command_line(tm
     """The command line's representative: one line on stderr, exit status 2, no traceback."""
     path = _bad_crc(tmp_path / "model.npz")
     result = subprocess.run(
-        [sys.executable, "-m", "pipeline.sweep", "experiment=file", f"model.file.path={path}"],
+        [
+            sys.executable,
+            "-m",
+            "pipeline.sweep",
+            "experiment=file",
+            f"methods.model.file.path={path}",
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -364,7 +370,8 @@ def test_damage_the_memory_estimate_reads_first_exits_2_from_the_command_line(tm
     )
     assert result.returncode == 2, result.stderr
     assert (
-        result.stderr == f"error: model.file.path: {str(path)!r}: {HEADERS_READ_FIRST['crc'][1]}\n"
+        result.stderr
+        == f"error: methods.model.file.path: {str(path)!r}: {HEADERS_READ_FIRST['crc'][1]}\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.npz"]
 

@@ -28,7 +28,7 @@ def _refusal(*overrides: str, store: Path) -> str:
 
 def test_a_horizon_of_a_billion_steps_is_refused_from_the_store_size(tmp_path):
     started = time.process_time()  # this process's CPU: a loaded machine does not count
-    problem = _refusal("grid.horizon=1000000000", store=tmp_path / "s.zarr")
+    problem = _refusal("methods.grid.horizon=1000000000", store=tmp_path / "s.zarr")
     assert time.process_time() - started < 10
     assert problem.startswith("grid: the store would hold 60,796.7 GiB (")
     assert "t 1,000,000,001" in problem and "of this machine's memory" in problem
@@ -36,7 +36,7 @@ def test_a_horizon_of_a_billion_steps_is_refused_from_the_store_size(tmp_path):
 
 def test_a_million_cells_are_refused_within_seconds(tmp_path):
     cfg, _ = compose(["experiment=smoke"])
-    cfg.grid.seeds = list(range(7_000))  # 144 cells a seed
+    cfg.methods.grid.seeds = list(range(7_000))  # 144 cells a seed
     started = time.process_time()  # this process's CPU: a loaded machine does not count
     with pytest.raises(ConfigError, match=r"^max_cells: the grid has 1,008,000 cells, more "):
         prepare(cfg, tmp_path / "s.zarr")
@@ -46,9 +46,9 @@ def test_a_million_cells_are_refused_within_seconds(tmp_path):
 
 
 def test_a_seed_past_the_stores_integers_is_refused(tmp_path):
-    problem = _refusal("grid.seeds=[100000000000000000000000]", store=tmp_path / "s.zarr")
+    problem = _refusal("methods.grid.seeds=[100000000000000000000000]", store=tmp_path / "s.zarr")
     assert problem == (
-        "grid.seeds: 100000000000000000000000 does not fit the store's 64-bit integers; "
+        "methods.grid.seeds: 100000000000000000000000 does not fit the store's 64-bit integers; "
         "allowed: integers >= 0"
     )
 
@@ -73,14 +73,14 @@ def test_the_store_size_counts_every_variable_over_its_dims():
 def test_a_store_larger_than_its_disk_is_refused(tmp_path):
     """The free space of the store's nearest existing folder bounds the store: a horizon whose
     store would take twice the disk's free space is refused, one that fits passes."""
-    per_step = store_bytes(results.SCHEMA, _grid("grid.horizon=11")) - store_bytes(
-        results.SCHEMA, _grid("grid.horizon=10")
+    per_step = store_bytes(results.SCHEMA, _grid("methods.grid.horizon=11")) - store_bytes(
+        results.SCHEMA, _grid("methods.grid.horizon=10")
     )
     free = shutil.disk_usage(tmp_path).free
     store = tmp_path / "a" / "b" / "s.zarr"
-    check_room(results.SCHEMA, _grid("grid.horizon=10"), store)
+    check_room(results.SCHEMA, _grid("methods.grid.horizon=10"), store)
     with pytest.raises(ConfigError, match=r"^store: .*s\.zarr would take up to .* free; allowed"):
-        check_room(results.SCHEMA, _grid(f"grid.horizon={2 * free // per_step}"), store)
+        check_room(results.SCHEMA, _grid(f"methods.grid.horizon={2 * free // per_step}"), store)
 
 
 def _grid(*overrides: str) -> MethodsGrid:
@@ -100,11 +100,11 @@ def test_a_file_model_too_large_for_the_workers_is_refused_from_its_headers(tmp_
     problem = check_overrides(
         [
             "experiment=file",
-            f"model.file.path={path}",
+            f"methods.model.file.path={path}",
             f"store={tmp_path / 's.zarr'}",
             "cluster.memory_limit=0.45GiB",
             "cluster.n_workers=1",
         ]
     )
-    assert problem.startswith("grid.n_states: the cell family=file, n_states=2000"), problem
+    assert problem.startswith("methods.grid.n_states: the cell family=file, n_states=2000"), problem
     assert "more than a worker's 0.45 GiB" in problem

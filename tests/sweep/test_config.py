@@ -27,6 +27,7 @@ from pipeline.sweep.config import (
     SHIPPED_CLUSTERS,
     ConfigError,
     compose,
+    moved,
     register,
     sweep_config,
     validate,
@@ -43,77 +44,109 @@ from sweeping import TINY, composed, sweep
 
 BAD = {
     "p_above_1": (
-        ["grid.methods={topp:[0.5,1.5]}"],
-        "grid.methods.topp: p must be in (0, 1], got 1.5",
+        ["methods.grid.methods={topp:[0.5,1.5]}"],
+        "methods.grid.methods.topp: p must be in (0, 1], got 1.5",
     ),
-    "p_zero": (["grid.methods={topp:[0]}"], "grid.methods.topp: p must be in (0, 1], got 0"),
-    "the_former_shorthand": (["grid.p=[0.5]"], "grid.p: unknown key; allowed: families, n_states"),
+    "p_zero": (
+        ["methods.grid.methods={topp:[0]}"],
+        "methods.grid.methods.topp: p must be in (0, 1], got 0",
+    ),
+    "the_former_shorthand": (
+        ["methods.grid.p=[0.5]"],
+        "methods.grid.p: unknown key; allowed: families, n_states",
+    ),
     "the_root_as_store": (["store=/"], "store: '/' names no store; allowed: a folder's path"),
     "unknown_method": (
-        ["grid.methods={topq:[0.5]}"],
-        "grid.methods: unknown method 'topq'; allowed: topp, topk, topp_states",
+        ["methods.grid.methods={topq:[0.5]}"],
+        "methods.grid.methods: unknown method 'topq'; allowed: topp, topk, topp_states",
     ),
     "k_not_integer": (
-        ["grid.methods={topk:[2.5]}"],
-        "grid.methods.topk: k must be an integer >= 1, got 2.5",
+        ["methods.grid.methods={topk:[2.5]}"],
+        "methods.grid.methods.topk: k must be an integer >= 1, got 2.5",
     ),
-    "no_settings": (["grid.methods={topk:[]}"], "grid.methods.topk: must not be empty"),
+    "no_settings": (
+        ["methods.grid.methods={topk:[]}"],
+        "methods.grid.methods.topk: must not be empty",
+    ),
     "settings_not_a_list": (
-        ["grid.methods={topk:5}"],
-        "grid.methods.topk: 5 is not allowed; allowed: a list of settings",
+        ["methods.grid.methods={topk:5}"],
+        "methods.grid.methods.topk: 5 is not allowed; allowed: a list of settings",
     ),
     "methods_not_a_mapping": (
-        ["grid.methods=[0.5]"],
-        "grid.methods: [0.5] is not allowed; allowed: a mapping method -> list of settings",
+        ["methods.grid.methods=[0.5]"],
+        "methods.grid.methods: [0.5] is not allowed; allowed: a mapping method -> list of settings",
     ),
-    "n_states_1": (["grid.n_states=[1,20]"], "grid.n_states: n_states must be an integer >= 2"),
-    "bell_too_small": (["grid.n_states=[5]"], "grid.n_states: the bell family needs"),
-    "horizon_0": (["grid.horizon=0"], "grid.horizon: 0 is not allowed; allowed: integers >= 1"),
-    "horizon_text": (["grid.horizon=abc"], "grid.horizon: Value 'abc' of type 'str'"),
-    "no_families": (["grid.families=[]"], "grid.families: must not be empty"),
+    "n_states_1": (
+        ["methods.grid.n_states=[1,20]"],
+        "methods.grid.n_states: n_states must be an integer >= 2",
+    ),
+    "bell_too_small": (
+        ["methods.grid.n_states=[5]"],
+        "methods.grid.n_states: the bell family needs",
+    ),
+    "horizon_0": (
+        ["methods.grid.horizon=0"],
+        "methods.grid.horizon: 0 is not allowed; allowed: integers >= 1",
+    ),
+    "horizon_text": (
+        ["methods.grid.horizon=abc"],
+        "methods.grid.horizon: Value 'abc' of type 'str'",
+    ),
+    "no_families": (["methods.grid.families=[]"], "methods.grid.families: must not be empty"),
     "unknown_family": (
-        ["grid.families=[bell,foo]"],
-        "grid.families: unknown family 'foo'; allowed: weather, uniform, bell, lm",
+        ["methods.grid.families=[bell,foo]"],
+        "methods.grid.families: unknown family 'foo'; allowed: weather, uniform, bell, lm",
     ),
     "unknown_parameter": (
-        ["model.bell.width=3"],
-        "model.bell.width: unknown key; allowed: structured",
+        ["methods.model.bell.width=3"],
+        "methods.model.bell.width: unknown key; allowed: structured",
     ),
     "unknown_key": (
-        ["grid.size=3"],
-        "grid.size: unknown key; allowed: families, n_states, methods",
+        ["methods.grid.size=3"],
+        "methods.grid.size: unknown key; allowed: families, n_states, methods",
     ),
     "a_typo_of_a_key": (
-        ["grid.seed=[1,2]"],
-        "grid.seed: unknown key; did you mean grid.seeds? allowed: families, n_states, methods",
+        ["methods.grid.seed=[1,2]"],
+        "methods.grid.seed: unknown key; did you mean methods.grid.seeds? allowed: families, "
+        "n_states, methods",
     ),
     "an_added_key": (
         ["+foo=1"],
         "foo: unknown key; allowed: kind, cluster, store, overwrite, performance_report, retries, "
-        "max_cells, flush_seconds, progress_seconds, grid, model, timing",
+        "max_cells, flush_seconds, progress_seconds, methods, training",
     ),
     "an_added_typo_of_a_key": (
-        ["+grid.seed=[1,2]"],
-        "grid.seed: unknown key; did you mean grid.seeds? allowed: families, n_states, methods",
+        ["+methods.grid.seed=[1,2]"],
+        "methods.grid.seed: unknown key; did you mean methods.grid.seeds? allowed: families, "
+        "n_states, methods",
     ),
-    "a_key_forced_in": (["++timing.repeat=2"], "timing.repeat: unknown key; did you mean timing"),
+    "a_key_forced_in": (
+        ["++methods.timing.repeat=2"],
+        "methods.timing.repeat: unknown key; did you mean methods.timing",
+    ),
     "an_added_parameter": (
-        ["+model.bell.structure=false"],
-        "model.bell.structure: unknown key; did you mean model.bell.structured? allowed: "
-        "structured",
+        ["+methods.model.bell.structure=false"],
+        "methods.model.bell.structure: unknown key; did you mean methods.model.bell.structured? "
+        "allowed: structured",
     ),
     "an_added_cluster_key": (
         ["+cluster.security.kee=x.pem"],
         "cluster.security.kee: unknown key; did you mean cluster.security.key? allowed: "
         "temporary, directory, ca_file, cert, key",
     ),
-    "no_seeds": (["grid.seeds=[]"], "grid.seeds: must not be empty"),
-    "negative_seed": (["grid.seeds=[-1]"], "grid.seeds: -1 is not allowed; allowed: integers >= 0"),
-    "unknown_mode": (
-        ["grid.modes=[sample]"],
-        "grid.modes: unknown mode 'sample'; allowed: predict, filter, smooth, decode",
+    "no_seeds": (["methods.grid.seeds=[]"], "methods.grid.seeds: must not be empty"),
+    "negative_seed": (
+        ["methods.grid.seeds=[-1]"],
+        "methods.grid.seeds: -1 is not allowed; allowed: integers >= 0",
     ),
-    "observe_every_0": (["grid.observe_every=0"], "grid.observe_every: 0 is not allowed"),
+    "unknown_mode": (
+        ["methods.grid.modes=[sample]"],
+        "methods.grid.modes: unknown mode 'sample'; allowed: predict, filter, smooth, decode",
+    ),
+    "observe_every_0": (
+        ["methods.grid.observe_every=0"],
+        "methods.grid.observe_every: 0 is not allowed",
+    ),
     "unknown_cluster": (
         ["cluster=nowhere"],
         "cluster=nowhere: no such cluster; allowed: address, local, machine, pbs, slurm, ssh",
@@ -125,29 +158,36 @@ BAD = {
         "methods, paper, scale, scale_10m, smoke",
     ),
     "alpha_zero": (
-        ["model.dirichlet.alpha=0"],
-        "model.dirichlet.alpha: the dirichlet family needs alpha > 0",
+        ["methods.model.dirichlet.alpha=0"],
+        "methods.model.dirichlet.alpha: the dirichlet family needs alpha > 0",
     ),
     "missing_corpus": (
-        ["grid.families=[lm]", "model.lm.corpus=/no/such/corpus.txt"],
-        "model.lm.corpus: corpus '/no/such/corpus.txt' does not exist",
+        ["methods.grid.families=[lm]", "methods.model.lm.corpus=/no/such/corpus.txt"],
+        "methods.model.lm.corpus: corpus '/no/such/corpus.txt' does not exist",
     ),
-    "repeats_0": (["timing.repeats=0"], "timing.repeats: 0 is not allowed"),
+    "repeats_0": (["methods.timing.repeats=0"], "methods.timing.repeats: 0 is not allowed"),
     "cell_too_large": (
-        ["grid.families=[dirichlet]", "grid.n_states=[200000]", "grid.methods={topp:[0.9]}"],
-        "grid.n_states: the cell family=dirichlet, n_states=200000, method=topp, setting=0.9 "
-        "needs about 1,157 GiB (model 893,",
+        [
+            "methods.grid.families=[dirichlet]",
+            "methods.grid.n_states=[200000]",
+            "methods.grid.methods={topp:[0.9]}",
+        ],
+        "methods.grid.n_states: the cell family=dirichlet, n_states=200000, method=topp, "
+        "setting=0.9 needs about 1,157 GiB (model 893,",
     ),
-    "exact_max_1": (["exact_max_states=1"], "exact_max_states: 1 is not allowed"),
+    "exact_max_1": (["methods.exact_max_states=1"], "methods.exact_max_states: 1 is not allowed"),
     "workers_0": (["cluster.n_workers=0"], "cluster.n_workers: 0 is not allowed"),
     "weather_size": (
-        ["grid.families=[weather]", "grid.n_states=[7]"],
-        "grid.n_states: the weather family has exactly 6 states",
+        ["methods.grid.families=[weather]", "methods.grid.n_states=[7]"],
+        "methods.grid.n_states: the weather family has exactly 6 states",
     ),
-    "bad_mapping": (["grid.n_states={bell:[20]}"], "grid.n_states: family 'uniform' is missing"),
+    "bad_mapping": (
+        ["methods.grid.n_states={bell:[20]}"],
+        "methods.grid.n_states: family 'uniform' is missing",
+    ),
     "parse_error": (
-        ["grid.horizon=[0.5,"],
-        "cannot parse the override 'grid.horizon=[0.5,': no viable",
+        ["methods.grid.horizon=[0.5,"],
+        "cannot parse the override 'methods.grid.horizon=[0.5,': no viable",
     ),
     "unknown_cluster_key": (
         ["cluster=slurm", "cluster.partition=gpu"],
@@ -245,8 +285,10 @@ def test_bad_configuration(case):
 
 
 def test_python_refuses_an_unknown_key_as_the_command_line_does():
-    with pytest.raises(ConfigError, match=r"^grid.seed: unknown key; did you mean grid.seeds\?"):
-        run(["experiment=smoke", "+grid.seed=[1,2]"])
+    with pytest.raises(
+        ConfigError, match=r"^methods.grid.seed: unknown key; did you mean methods.grid.seeds\?"
+    ):
+        run(["experiment=smoke", "+methods.grid.seed=[1,2]"])
 
 
 def test_sections_typed_as_mappings_take_keys_of_their_own():
@@ -264,8 +306,8 @@ FLAGS = {
         "experiment=nope: no such experiment; allowed: coupled",
     ),
     "info_after_a_bad_override": (
-        ["experiment=smoke", "grid.horizon=abc", "--info"],
-        "grid.horizon: Value 'abc' of type 'str' could not be converted to Integer",
+        ["experiment=smoke", "methods.grid.horizon=abc", "--info"],
+        "methods.grid.horizon: Value 'abc' of type 'str' could not be converted to Integer",
     ),
     "info_with_an_added_key": (["--info", "config", "+foo=1"], "foo: unknown key; allowed: kind"),
     "info_taking_an_override_for_its_choice": (
@@ -276,17 +318,20 @@ FLAGS = {
         ["--hydra-help", "experiment=nope"],
         "experiment=nope: no such experiment",
     ),
-    "cfg_with_a_bad_override": (["--cfg", "job", "+grid.seed=[1]"], "grid.seed: unknown key"),
+    "cfg_with_a_bad_override": (
+        ["--cfg", "job", "+methods.grid.seed=[1]"],
+        "methods.grid.seed: unknown key",
+    ),
     "multirun_with_a_bad_override": (
         ["-m", "experiment=nope"],
         "experiment=nope: no such experiment",
     ),
     "multirun_with_a_bad_value_in_a_sweep": (
-        ["-m", "experiment=smoke", "grid.horizon=3,0"],
-        "grid.horizon: 0 is not allowed; allowed: integers >= 1",
+        ["-m", "experiment=smoke", "methods.grid.horizon=3,0"],
+        "methods.grid.horizon: 0 is not allowed; allowed: integers >= 1",
     ),
     "multirun_with_a_sweep_it_cannot_make": (
-        ["-m", "experiment=smoke", "grid.horizon=interval(1,2)"],
+        ["-m", "experiment=smoke", "methods.grid.horizon=interval(1,2)"],
         "BasicSweeper does not support sweep type : INTERVAL_SWEEP",
     ),
     "run_with_a_bad_override": (["--run", "experiment=nope"], "experiment=nope: no such"),
@@ -411,13 +456,19 @@ def test_every_declared_range_refuses_a_value_just_outside_it_at_its_key():
         assert message.startswith(f"{key}: ") and "allowed: " in message, (key, message)
         assert "\n" not in message
         checked.append(key)
-    assert {"grid.horizon", "timing.max_repeats", "coupled.topp", "training.clip"} <= set(checked)
+    expected = {
+        "methods.grid.horizon",
+        "methods.timing.max_repeats",
+        "coupled.topp",
+        "training.clip",
+    }
+    assert expected <= set(checked)
     assert len(checked) >= 50
 
 
 def test_good_configurations_pass():
     assert first_error() is None
-    assert first_error("grid.methods={topp:[0.9],topk:[1,20],topp_states:[0.999]}") is None
+    assert first_error("methods.grid.methods={topp:[0.9],topk:[1,20],topp_states:[0.999]}") is None
 
 
 def test_choosing_a_kind_sets_its_section_to_its_defaults_before_the_overrides():
@@ -427,8 +478,62 @@ def test_choosing_a_kind_sets_its_section_to_its_defaults_before_the_overrides()
 
 
 def test_an_override_of_the_methods_replaces_the_experiments():
-    replaced = composed("experiment=methods", "grid.methods={topk:[3]}")
-    assert dict(replaced.grid.methods) == {"topk": [3]}  # replaces, never merges
+    replaced = composed("experiment=methods", "methods.grid.methods={topk:[3]}")
+    assert dict(replaced.methods.grid.methods) == {"topk": [3]}  # replaces, never merges
+
+
+OLD_LAYOUT = """\
+# @package _global_
+grid:
+  families: [bell]
+  n_states: [12]
+  methods: {topp: [0.9]}
+  seeds: [3]
+timing:
+  enabled: false
+"""
+"""An experiment of the layout before the methods kind had its section."""
+
+
+def test_a_key_of_the_old_layout_moves_into_the_methods_section_with_one_line(
+    tmp_path, monkeypatch, capsys
+):
+    """An override and a config file of the old layout are accepted, each old key announced
+    once on stderr with its new place, however often the config is composed."""
+    monkeypatch.setattr(moved, "_announced", set())
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "old.yaml").write_text(OLD_LAYOUT)
+    monkeypatch.setenv(USER_CONFIG, str(tmp_path))
+    for _ in range(2):
+        cfg = composed("experiment=old", "grid.horizon=4")
+    assert capsys.readouterr().err.splitlines() == [
+        "grid.horizon is deprecated: use methods.grid.horizon",
+        "grid is deprecated: use methods.grid",
+        "timing is deprecated: use methods.timing",
+    ]
+    section = cfg.methods
+    assert list(section.grid.families) == ["bell"] and list(section.grid.seeds) == [3]
+    assert section.grid.horizon == 4 and section.timing.enabled is False
+    assert "grid" not in cfg and "timing" not in cfg
+    validate(cfg)
+
+
+def test_a_key_set_at_its_old_and_its_new_place_is_refused_in_one_line(tmp_path, monkeypatch):
+    expected = (
+        "grid.seeds: is set at its old place and at its new one, methods.grid.seeds; allowed: "
+        "methods.grid.seeds alone (the top-level grid.seeds is deprecated)"
+    )
+    with pytest.raises(ConfigError) as error:
+        compose(["experiment=smoke", "grid.seeds=[0]", "methods.grid.seeds=[1]"])
+    assert str(error.value) == expected
+    (tmp_path / "experiment").mkdir()  # a file of the old layout over one of the new
+    (tmp_path / "experiment" / "mixed.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - smoke\ngrid:\n  seeds: [5]\n"
+    )
+    monkeypatch.setenv(USER_CONFIG, str(tmp_path))
+    with pytest.raises(ConfigError) as error:
+        compose(["experiment=mixed"])
+    assert str(error.value) == expected
 
 
 def assert_one_line_error(result, expected: str) -> None:
@@ -471,10 +576,12 @@ def test_store_of_another_grid(tmp_path, monkeypatch, capsys, caplog):
     """The sweep refuses a store of another grid in one line, before a cluster starts
     (``test_store.py`` replaces one with overwrite=true, in this process)."""
     path = tmp_path / "results.zarr"
-    grid = MethodsGrid.from_config(composed("grid.horizon=3", "grid.families=[bell]"))
+    grid = MethodsGrid.from_config(
+        composed("methods.grid.horizon=3", "methods.grid.families=[bell]")
+    )
     ResultStore.open(path, SCHEMA, grid, {})
     caplog.set_level(logging.INFO)
-    argv = [*TINY, "grid.horizon=4", "grid.families=[bell]", f"store={path}"]
+    argv = [*TINY, "methods.grid.horizon=4", "methods.grid.families=[bell]", f"store={path}"]
     line = refusal(argv, tmp_path, monkeypatch, capsys)
     assert (
         "holds a different sweep: horizon is 3 in the store but 4 "

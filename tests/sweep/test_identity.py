@@ -11,7 +11,7 @@ from pipeline.kinds.methods.grid import MethodsGrid
 from pipeline.kinds.methods.results import SCHEMA
 from pipeline.results.registry import BUILTIN
 from pipeline.sweep.config import compose, register, validate
-from pipeline.sweep.kind import installed, unread_keys
+from pipeline.sweep.kind import installed
 from pipeline.sweep.main import check_overrides
 from pipeline.sweep.store import ResultStore
 
@@ -22,9 +22,9 @@ from sweeping import composed
 @pytest.mark.parametrize(
     "override, difference",
     [
-        ("gamma_exact_max_states=2", "gamma_exact_max_states is 20000 in the store but 2"),
-        ("timing.enabled=false", "timing.enabled is True in the store but False"),
-        ("exact_max_states=30", "exact_max_states is None in the store but 30"),
+        ("methods.gamma_exact_max_states=2", "gamma_exact_max_states is 20000 in the store but 2"),
+        ("methods.timing.enabled=false", "timing.enabled is True in the store but False"),
+        ("methods.exact_max_states=30", "exact_max_states is None in the store but 30"),
     ],
 )
 def test_a_resume_with_another_value_setting_is_refused_naming_it(override, difference, tmp_path):
@@ -55,12 +55,12 @@ def test_every_built_in_kind_has_an_experiment_to_perturb():
 
 
 OTHER_VALUES = {
-    "model.lm.corpus": ["/nonexistent/corpus.txt"],
-    "model.lm_smoothed.corpus": ["/nonexistent/corpus.txt"],
-    "model.file.path": ["/nonexistent/model.npz"],
-    "model.hmmlm.path": ["/nonexistent/model.npz"],
-    "grid.families": [["bell", "uniform"]],
-    "grid.modes": [["predict"]],
+    "methods.model.lm.corpus": ["/nonexistent/corpus.txt"],
+    "methods.model.lm_smoothed.corpus": ["/nonexistent/corpus.txt"],
+    "methods.model.file.path": ["/nonexistent/model.npz"],
+    "methods.model.hmmlm.path": ["/nonexistent/model.npz"],
+    "methods.grid.families": [["bell", "uniform"]],
+    "methods.grid.modes": [["predict"]],
     "training.clustering": ["random", "exchange"],
     "training.clusters": [8, 2],
 }
@@ -103,15 +103,14 @@ def alternatives(key: str, value, others: dict) -> list:
 @pytest.mark.parametrize("kind", sorted(EXPERIMENTS))
 def test_every_key_changes_the_identity_or_says_why_it_changes_no_value(kind, tmp_path):
     """Each leaf of a kind's config, changed to another valid value, changes the grid's
-    identity, unless the grid's ``value_free()`` names it (or its section) with a reason, or
-    it is another kind's (``unread_keys``); and
-    no key so named changes the identity."""
+    identity, unless the grid's ``value_free()`` names it (or its section) with a reason; and
+    no key so named changes the identity (another kind's section is null, and skipped)."""
     cfg = compose(EXPERIMENTS[kind])[0]
     with open_dict(cfg):
         cfg.pop("hydra", None)
     sweep = validate(cfg)
     grid = sweep.grid(cfg)
-    free = grid.value_free() | unread_keys(cfg.kind)
+    free = grid.value_free()
     assert all(reason for reason in free.values())
     identity = grid.identity()
     words = " ".join(map("".join, itertools.product("bdfgklmnpt", "aeiou", "lmnrst")))

@@ -36,8 +36,8 @@ def test_every_key_has_a_meaning_a_default_and_what_it_allows(key):
 def test_every_kind_family_and_back_end_is_in_the_reference():
     names = {key.name for key in _every_key()}
     for family in BUILTIN_FAMILIES:
-        assert {f"model.{family}.{p}" for p in family_parameters(family)} <= names, family
-    for section in ("training", "coupled", "kernel_features"):
+        assert {f"methods.model.{family}.{p}" for p in family_parameters(family)} <= names, family
+    for section in ("methods", "training", "coupled", "kernel_features", "learning"):
         assert any(name.startswith(f"{section}.") for name in names), section
     for kind in BACKENDS:
         assert f"cluster[{kind}].wait_for_workers" in names, kind
@@ -75,8 +75,9 @@ def test_a_parameters_meaning_and_bounds_come_from_its_docstring():
 
 def test_a_family_documented_as_another_reads_the_others_meaning():
     found = {key.name: key.meaning for key in keys(sweep_config())}
-    assert found["model.banded_kernel.temperature"] == found["model.kernel.temperature"]
-    assert "As in" not in found["model.banded_kernel.dim"]
+    banded, kernel = "methods.model.banded_kernel", "methods.model.kernel"
+    assert found[f"{banded}.temperature"] == found[f"{kernel}.temperature"]
+    assert "As in" not in found[f"{banded}.dim"]
 
 
 def test_every_shipped_cluster_entry_and_experiment_has_a_summary_and_a_section():

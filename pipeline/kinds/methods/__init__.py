@@ -1,5 +1,6 @@
 """The methods kind (the default): approximation methods against exact inference,
-cell by cell, over the top-level keys ``grid``, ``model`` and ``timing``.
+cell by cell, over the keys of its section ``methods`` (``methods.grid``, ``methods.model``,
+``methods.timing``, ...).
 
 ``KIND`` names its store's schema (``results``), its sweep and its report.
 """

@@ -1,7 +1,8 @@
-"""The methods kind's settings: ``grid`` (families and sizes, methods and their settings,
-seeds, modes, the horizon), ``model`` (every family's parameters), ``timing``, and the
-limits on exact references and on fused tasks, all at the top level of the config
-(``SECTION`` is None), every field's meaning in its docstring (``--help``, the reference).
+"""The methods kind's settings, its section ``methods``: ``grid`` (families and sizes,
+methods and their settings, seeds, modes, the horizon), ``model`` (every family's
+parameters), ``timing``, and the limits on exact references and on fused tasks, every
+field's meaning in its docstring (``--help``, the reference). Their top-level places of
+the old layout are still accepted, with a deprecation line (``pipeline.sweep.config.moved``).
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ def _parameters_dataclass(family: str) -> type:
 
 @functools.cache
 def model_config() -> type:
-    """``model.<family>.<param>``: the keyword parameters of every model family, made once
-    when the schema is first needed. A built-in's are typed, with their defaults; a plug-in
+    """``methods.model.<family>.<param>``: the keyword parameters of every model family, made
+    once when the schema is first needed. A built-in's are typed, with their defaults; a plug-in
     family's section holds what the config sets (``{}``): the plug-in is imported only when
     a sweep uses it, and its ``build`` signature checks the keys then."""
     fields = []
@@ -120,11 +121,12 @@ def model_config() -> type:
 
 @dataclass
 class MethodsConfig:
-    """The keys the methods kind reads, at the top level of the config."""
+    """The keys the methods kind reads, its section ``methods``."""
 
     grid: GridConfig = field(default_factory=GridConfig)
     model: Any = field(default_factory=lambda: model_config()())
-    """``model.<family>.<param>``: every family's keyword parameters (``model_config``)."""
+    """``methods.model.<family>.<param>``: every family's keyword parameters
+    (``model_config``)."""
     timing: TimingConfig = field(default_factory=TimingConfig)
     fuse_states: int = ranged(500, least=0)
     """Models with at most this many states compute all their cells in one Dask task."""

@@ -1,4 +1,4 @@
-"""The methods sweep's grid: the cells of ``grid`` and the coordinates of their store.
+"""The methods sweep's grid: the cells of ``methods.grid`` and the coordinates of their store.
 
 A cell is one ``(family, n_states, method, setting, seed, mode)`` point: one
 approximate run against its exact reference. Cells share work (one model per
@@ -15,7 +15,7 @@ import operator
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pipeline.methods import METHODS
 from pipeline.models import (
@@ -52,22 +52,22 @@ def _fixed_size(family: str, params: dict) -> int | None:
     try:
         return fixed_size(family, **params.get(family, {}))
     except ParameterError as error:
-        raise ConfigError(f"model.{family}.{error.parameter}", str(error)) from None
+        raise ConfigError(f"methods.model.{family}.{error.parameter}", str(error)) from None
 
 
 def family_sizes(grid, params: dict) -> dict[str, list[int]]:
-    """``grid.n_states`` as a mapping family -> sizes. A family whose parameters fix its size
-    (``params[family]``: a model file's path) needs none: its size is read where the grid
-    gives none (a size that disagrees is its ``check``'s error)."""
+    """``methods.grid.n_states`` as a mapping family -> sizes. A family whose parameters fix
+    its size (``params[family]``: a model file's path) needs none: its size is read where
+    the grid gives none (a size that disagrees is its ``check``'s error)."""
     sizes = grid.n_states
     allowed = "a list of integers >= 2, or a mapping family -> list"
     if isinstance(sizes, typing.Mapping):
         extra = sorted(set(sizes) - set(grid.families))
         if extra:
             raise ConfigError(
-                "grid.n_states",
-                f"family {extra[0]!r} is not in grid.families; a mapping needs one list of "
-                "sizes per family of grid.families",
+                "methods.grid.n_states",
+                f"family {extra[0]!r} is not in methods.grid.families; a mapping needs one "
+                "list of sizes per family of methods.grid.families",
             )
         found = {}
         for family in grid.families:
@@ -77,9 +77,9 @@ def family_sizes(grid, params: dict) -> dict[str, list[int]]:
             size = _fixed_size(family, params)
             if size is None:
                 raise ConfigError(
-                    "grid.n_states",
+                    "methods.grid.n_states",
                     f"family {family!r} is missing; a mapping needs one list of sizes per "
-                    "family of grid.families",
+                    "family of methods.grid.families",
                 )
             found[family] = [size]
         return found
@@ -87,21 +87,21 @@ def family_sizes(grid, params: dict) -> dict[str, list[int]]:
         fixed = {family: _fixed_size(family, params) for family in grid.families}
         found = {family: [size] for family, size in fixed.items() if size is not None}
         if len(found) < len(fixed):
-            raise ConfigError("grid.n_states", f"is not set; allowed: {allowed}")
+            raise ConfigError("methods.grid.n_states", f"is not set; allowed: {allowed}")
         return found
     if isinstance(sizes, typing.Sequence) and not isinstance(sizes, str):
         return {family: list(sizes) for family in grid.families}
-    raise ConfigError("grid.n_states", f"{sizes!r} is not allowed; allowed: {allowed}")
+    raise ConfigError("methods.grid.n_states", f"{sizes!r} is not allowed; allowed: {allowed}")
 
 
 def grid_methods(grid) -> dict[str, list]:
-    """``grid.methods`` as a mapping method -> settings."""
+    """``methods.grid.methods`` as a mapping method -> settings."""
     methods = grid.methods
     allowed = "a mapping method -> list of settings, e.g. {topp: [0.5, 0.9], topk: [5]}"
     if methods is None:
-        raise ConfigError("grid.methods", f"is not set; allowed: {allowed}")
+        raise ConfigError("methods.grid.methods", f"is not set; allowed: {allowed}")
     if not isinstance(methods, typing.Mapping) or not methods:
-        raise ConfigError("grid.methods", f"{methods!r} is not allowed; allowed: {allowed}")
+        raise ConfigError("methods.grid.methods", f"{methods!r} is not allowed; allowed: {allowed}")
     return {str(method): settings for method, settings in methods.items()}
 
 
@@ -127,7 +127,7 @@ def _contents(families, params: dict) -> dict[str, str]:
         try:
             fingerprint = model_fingerprint(family, **params[family])
         except ParameterError as error:
-            raise ConfigError(f"model.{family}.{error.parameter}", str(error)) from None
+            raise ConfigError(f"methods.model.{family}.{error.parameter}", str(error)) from None
         if fingerprint is not None:
             found[family] = fingerprint
     return found
@@ -150,16 +150,17 @@ class MethodsGrid(Grid):
     horizon: int
     observe_every: int
     params: dict[str, dict]
-    """Model parameters of each family of the grid (``model.<family>``)."""
+    """Model parameters of each family of the grid (``methods.model.<family>``)."""
     contents: dict[str, str]
     """What identifies a family's model beyond its parameters (a model file's content hash,
     ``pipeline.models.model_fingerprint``), for the families that have it."""
     exact_max_states: int | None
-    """Models with more states get no exact reference (``exact_max_states``)."""
+    """Models with more states get no exact reference (``methods.exact_max_states``)."""
     gamma_exact_max_states: int
     """gamma is exact up to this many states, else the Doeblin lower bound."""
     timing: Timing
-    """How cells time their runs (``timing.*``); only whether they do is in the identity."""
+    """How cells time their runs (``methods.timing.*``); only whether they do is in the
+    identity."""
     fuse_states: int
     """Models with at most this many states run all their cells in one task."""
 
@@ -167,9 +168,10 @@ class MethodsGrid(Grid):
 
     @classmethod
     def from_config(cls, cfg) -> MethodsGrid:
-        grid = cfg.grid
+        section = cfg.methods
+        grid = section.grid
         methods = grid_methods(grid)
-        params = model_parameters(cfg.model, grid.families)
+        params = model_parameters(section.model, grid.families)
         return cls(
             families=tuple(grid.families),
             sizes={family: tuple(sorted(s)) for family, s in family_sizes(grid, params).items()},
@@ -181,16 +183,16 @@ class MethodsGrid(Grid):
             observe_every=int(grid.observe_every),
             params=params,
             contents=_contents(grid.families, params),
-            exact_max_states=cfg.exact_max_states,
-            gamma_exact_max_states=int(cfg.gamma_exact_max_states),
+            exact_max_states=section.exact_max_states,
+            gamma_exact_max_states=int(section.gamma_exact_max_states),
             timing=Timing(
-                repeats=cfg.timing.repeats,
-                min_seconds=cfg.timing.min_seconds,
-                max_repeats=cfg.timing.max_repeats,
-                threads=cfg.timing.blas_threads,
-                enabled=bool(cfg.timing.enabled),
+                repeats=section.timing.repeats,
+                min_seconds=section.timing.min_seconds,
+                max_repeats=section.timing.max_repeats,
+                threads=section.timing.blas_threads,
+                enabled=bool(section.timing.enabled),
             ),
-            fuse_states=int(cfg.fuse_states),
+            fuse_states=int(section.fuse_states),
         )
 
     @property
@@ -251,19 +253,24 @@ class MethodsGrid(Grid):
         timing = "how runtimes are measured (runtimes are measurements, not values)"
         return (
             RUN_SETTINGS
-            | {f"timing.{key}": timing for key in ("repeats", "min_seconds", "max_repeats")}
             | {
-                "timing.blas_threads": timing,
-                "fuse_states": "how cells are grouped into tasks, the same values either way",
+                f"methods.timing.{key}": timing
+                for key in ("repeats", "min_seconds", "max_repeats", "blas_threads")
             }
+            | {"methods.fuse_states": "how cells are grouped into tasks, the same values both ways"}
             | {
-                f"model.{family}": "a family this grid does not sweep"
+                f"methods.model.{family}": "a family this grid does not sweep"
                 for family in FAMILIES.names()
                 if family not in self.families
             }
         )
 
+    def run_attrs(self) -> dict[str, Any]:
+        return {"timing_blas_threads": self.timing.threads}
+
     def identity(self) -> dict:
+        """What makes the stored values, under the names the methods kind's keys had before
+        it had a section (``timing.enabled``): existing stores keep their identity."""
         return {
             "families": self.families,
             "n_states": {f: list(s) for f, s in self.sizes.items()},

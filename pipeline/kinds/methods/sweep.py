@@ -1,12 +1,13 @@
 """The methods sweep (the default kind): approximation methods against exact inference.
 
-``grid`` (``config.GridConfig``) names model families and their sizes, methods and their
-settings, seeds, modes and the horizon; every cell runs one approximation against its exact
-reference and stores what ``results`` lists. ``config`` types the keys, ``grid`` holds the
-cells, ``plan`` the shared work as Dask tasks, ``tasks`` (and ``timed``, ``modes``) what
-the workers run, ``records`` what they hand each other, ``memory`` what a cell needs. This
-module, the kind's ``pipeline.sweep.kind.SweepKind``, checks the keys, estimates the
-memory, and submits the cells.
+Its settings are the ``methods`` section. ``methods.grid`` (``config.GridConfig``) names
+model families and their sizes, methods and their settings, seeds, modes and the horizon;
+every cell runs one approximation against its exact reference and stores what ``results``
+lists. ``config`` types the keys, ``grid`` holds the cells, ``plan`` the shared work as Dask
+tasks, ``tasks`` (and ``timed``, ``modes``) what the workers run, ``records`` what they hand
+each other, ``memory`` what a cell needs. This module, the kind's
+``pipeline.sweep.kind.SweepKind``, checks the keys, estimates the memory, and submits the
+cells.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pipeline.sweep.config import check_list
 from pipeline.sweep.config.errors import ConfigError
 
 SCHEMA = results.SCHEMA
-SECTION = None
+SECTION = "methods"
 CONFIG = MethodsConfig
 summary = results.summary
 
@@ -53,7 +54,7 @@ __all__ = [
 
 
 def _validate_methods(grid) -> None:
-    key = "grid.methods"
+    key = "methods.grid.methods"
     for method, settings in grid_methods(grid).items():
         try:
             module = METHODS.lookup(method)
@@ -63,7 +64,7 @@ def _validate_methods(grid) -> None:
             raise ConfigError(
                 key, f"unknown method {method!r}; allowed: {', '.join(METHODS)}"
             ) from None
-        where = f"grid.methods.{method}"
+        where = f"methods.grid.methods.{method}"
         if not isinstance(settings, typing.Sequence) or isinstance(settings, str):
             raise ConfigError(where, f"{settings!r} is not allowed; allowed: a list of settings")
         check_list(where, settings, (int, float), "numbers")
@@ -77,46 +78,56 @@ def _validate_methods(grid) -> None:
 def _validate_families(grid, model) -> dict[str, list[int]]:
     """Every family of ``grid`` known and usable, its parameters (of ``model``) and sizes
     valid; the sizes."""
-    check_list("grid.families", grid.families, str, ", ".join(FAMILIES.names()))
+    check_list("methods.grid.families", grid.families, str, ", ".join(FAMILIES.names()))
     for family in grid.families:
         try:
             FAMILIES.lookup(family)
         except PluginError as error:
-            raise ConfigError("grid.families", str(error)) from None
+            raise ConfigError("methods.grid.families", str(error)) from None
         except ValueError:
             raise ConfigError(
-                "grid.families",
+                "methods.grid.families",
                 f"unknown family {family!r}; allowed: {', '.join(FAMILIES.names())}",
             ) from None
     params = model_parameters(model, grid.families)
     sizes = family_sizes(grid, params)
     mapping = isinstance(grid.n_states, typing.Mapping)
     for family, family_size in sizes.items():
-        key = f"grid.n_states.{family}" if mapping and family in grid.n_states else "grid.n_states"
+        key = (
+            f"methods.grid.n_states.{family}"
+            if mapping and family in grid.n_states
+            else "methods.grid.n_states"
+        )
         check_list(key, family_size, int, "integers >= 2")
         for n in family_size:
             try:
                 check_model(family, n, **params[family])
             except ParameterError as error:
-                at = key if error.parameter == "n_states" else f"model.{family}.{error.parameter}"
+                at = (
+                    key
+                    if error.parameter == "n_states"
+                    else f"methods.model.{family}.{error.parameter}"
+                )
                 raise ConfigError(at, str(error)) from None
             except ValueError as error:  # a plug-in's check may name no parameter
-                raise ConfigError(f"model.{family}", str(error)) from None
+                raise ConfigError(f"methods.model.{family}", str(error)) from None
     return sizes
 
 
 def validate(cfg) -> None:
-    """Raise ``ConfigError`` naming the first invalid key of ``grid`` (and ``model``)."""
-    grid = cfg.grid
-    _validate_families(grid, cfg.model)
+    """Raise ``ConfigError`` naming the first invalid key of ``methods.grid`` (and
+    ``methods.model``)."""
+    section = cfg.methods
+    grid = section.grid
+    _validate_families(grid, section.model)
     _validate_methods(grid)
-    check_list("grid.seeds", grid.seeds, int, "integers >= 0")
-    check_list("grid.modes", grid.modes, str, modes.allowed())
+    check_list("methods.grid.seeds", grid.seeds, int, "integers >= 0")
+    check_list("methods.grid.modes", grid.modes, str, modes.allowed())
     for mode in grid.modes:
         try:
             modes.lookup(mode)
         except ValueError as error:  # a PluginError too
-            raise ConfigError("grid.modes", str(error)) from None
+            raise ConfigError("methods.grid.modes", str(error)) from None
 
 
 def verify(grid: MethodsGrid) -> None:
@@ -129,13 +140,13 @@ def verify(grid: MethodsGrid) -> None:
                 verify_model(family, n, **grid.params[family])
             except ParameterError as error:
                 at = (
-                    "grid.n_states"
+                    "methods.grid.n_states"
                     if error.parameter == "n_states"
-                    else f"model.{family}.{error.parameter}"
+                    else f"methods.model.{family}.{error.parameter}"
                 )
                 raise ConfigError(at, str(error)) from None
             except ValueError as error:  # a plug-in's verify may name no parameter
-                raise ConfigError(f"model.{family}", str(error)) from None
+                raise ConfigError(f"methods.model.{family}", str(error)) from None
 
 
 def check_memory(grid: MethodsGrid, limit: int) -> None:
@@ -156,7 +167,7 @@ def check_memory(grid: MethodsGrid, limit: int) -> None:
     if worst is not None and worst[0].total > limit:
         found, family, n, method, setting = worst
         raise ConfigError(
-            "grid.n_states",
+            "methods.grid.n_states",
             f"the cell family={family}, n_states={n}, method={method}, setting={setting:g} "
             f"needs about {_gib(found.total)} GiB (model {_gib(found.model)}, approximation "
             f"{_gib(found.approximation)}, beliefs {_gib(found.beliefs)}, the worker itself "
@@ -171,7 +182,7 @@ def check_memory(grid: MethodsGrid, limit: int) -> None:
             )
             if timing > limit:
                 raise ConfigError(
-                    "grid.methods",
+                    "methods.grid.methods",
                     f"the timing task of family={family}, n_states={n} (its exact model and "
                     f"its {len(variants)} approximations side by side) needs about "
                     f"{_gib(timing)} GiB, more than a worker's {limit / 2**30:.2f} GiB; "

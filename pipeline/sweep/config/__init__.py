@@ -9,6 +9,8 @@
   section: ``pipeline.sweep.kind.SweepKind.validate``);
 - ``checks``: a composed config checked whole for the kind it names (``validate``);
 - ``compose``: Hydra's side: registration, replacing overrides, composition;
+- ``moved``: the methods kind's top-level keys of the old layout, accepted with one
+  deprecation line and moved into its section ``methods``;
 - ``specs``: the relational specs of ``conf/relational``.
 """
 

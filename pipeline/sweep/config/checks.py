@@ -22,11 +22,11 @@ def for_config(cfg) -> SweepKind:
     except ImportError as error:
         raise ConfigError("kind", f"{cfg.kind!r} cannot be used: {error}") from None
     for name, other in installed().items():
-        if name != cfg.kind and other.SECTION and cfg.get(other.SECTION) is not None:
+        if name != cfg.kind and cfg.get(other.SECTION) is not None:
             raise ConfigError(
                 other.SECTION, f"is set but kind={cfg.kind}; allowed: kind={name} with this section"
             )
-    if kind.SECTION and cfg.get(kind.SECTION) is None:
+    if cfg.get(kind.SECTION) is None:
         raise ConfigError(kind.SECTION, f"is not set; kind={cfg.kind} reads its settings there")
     return kind
 

@@ -21,13 +21,14 @@ from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import FAMILIES
 from pipeline.sweep.config.clusters import load_clusters
 from pipeline.sweep.config.errors import ConfigError
-from pipeline.sweep.config.schema import CONFIG_DIR, sweep_config
+from pipeline.sweep.config.moved import MOVED, moved_overrides, normalise
+from pipeline.sweep.config.schema import CONFIG_DIR, accepting
 from pipeline.sweep.config.validation import check_keys, unknown_key
 from pipeline.sweep.kind import installed
 
 VERSION_BASE = "1.3"
 
-REPLACED = ("grid.n_states", "grid.methods", "coupled.n_states")
+REPLACED = ("methods.grid.n_states", "methods.grid.methods", "coupled.n_states")
 """Keys whose override replaces the experiment's value instead of merging into it."""
 
 
@@ -44,11 +45,12 @@ def register(clusters: dict[str, object] | None = None) -> None:
 
     ``kind`` is a config group: ``kind=training`` sets the key and the kind's section to its
     defaults (OmegaConf cannot set keys inside a section that is null), so
-    ``training.max_epochs=3`` applies to it."""
+    ``training.max_epochs=3`` applies to it. The schema accepts the methods kind's keys of
+    the old layout (``moved``)."""
     store = ConfigStore.instance()
-    store.store(name="sweep_schema", node=sweep_config())
+    store.store(name="sweep_schema", node=accepting())
     for name, kind in installed().items():
-        node = {"kind": name, **({kind.SECTION: {}} if kind.SECTION else {})}
+        node = {"kind": name, kind.SECTION: {}}
         store.store(group="kind", name=name, node=node, package="_global_")
     for name, entry in (clusters if clusters is not None else load_clusters()).items():
         store.store(group="cluster", name=name, node=entry)
@@ -70,20 +72,24 @@ def user_configs() -> list[Path]:
 
 
 def replaceable(overrides: list[str]) -> list[str]:
-    """Overrides as Hydra takes them: mappings that replace, and the user's config folders on
+    """Overrides as Hydra takes them: keys of the old layout moved into the methods section
+    (``moved.moved_overrides``), mappings that replace, and the user's config folders on
     Hydra's search path (``user_configs``).
 
-    A plug-in family's parameters (``model.ring.reach=5``) are added to its section, which
+    A plug-in family's parameters (``methods.model.ring.reach=5``) are added to its section, which
     holds only what is set (``schema.model_config``: the plug-in is not imported to list
-    them). Hydra merges an override into the node it replaces: ``grid.methods={topk: [5]}``
-    would add top-k to the experiment's methods, and OmegaConf cannot merge a
-    mapping into a list (``grid.n_states``). Setting the node to null first
+    them). Hydra merges an override into the node it replaces: ``methods.grid.methods={topk:
+    [5]}`` would add top-k to the experiment's methods, and OmegaConf cannot merge a
+    mapping into a list (``methods.grid.n_states``). Setting the node to null first
     replaces it; the null is spelled ``++key=null``, a key of its own to Hydra's basic
     sweeper, which keeps one override per key and would drop a ``key=null`` before
     ``key=...`` from every job of a multirun.
     """
+    overrides = moved_overrides(overrides)
     keys = {override.partition("=")[0] for override in overrides}
-    plugins = {f"model.{family}" for family in FAMILIES.names() if family not in BUILTIN_FAMILIES}
+    plugins = {
+        f"methods.model.{family}" for family in FAMILIES.names() if family not in BUILTIN_FAMILIES
+    }
     out = []
     for override in overrides:
         key, _, value = override.partition("=")
@@ -114,7 +120,8 @@ def _composition_error(error: Exception) -> str:
         key = getattr(cause, "full_key", None) or "config"
         schema = getattr(cause, "object_type", None)
         if isinstance(cause, ConfigKeyError | ConfigAttributeError) and is_dataclass(schema):
-            return str(unknown_key(key, [item.name for item in fields(schema)]))
+            old = MOVED if schema is accepting() else ()  # accepted, but not to be offered
+            return str(unknown_key(key, [f.name for f in fields(schema) if f.name not in old]))
         return f"{key}: {str(cause).strip().splitlines()[0]}"
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     if not lines:
@@ -125,7 +132,7 @@ def _composition_error(error: Exception) -> str:
 def _null_section(overrides: list[str]) -> str | None:
     """The override that sets a key in the section of a kind the config did not choose
     (that section is null), as one line; None if there is none."""
-    sections = {kind.SECTION: name for name, kind in installed().items() if kind.SECTION}
+    sections = {kind.SECTION: name for name, kind in installed().items()}
     chosen = {o.partition("=")[2] for o in overrides if o.lstrip("+~").startswith("kind=")}
     for override in overrides:
         key = override.partition("=")[0].lstrip("+~")
@@ -145,25 +152,25 @@ def compose(
     API from ``CONFIG_DIR`` with the same replacements (``replaceable``), and the experiment's
     name (a store's default path holds it); ``OverrideError`` (one line) where the
     overrides do not compose, ``ConfigError`` where they add a key the schema does not
-    declare (``check_keys``). ``clusters``: the ``cluster`` group's options (default
-    ``dask_cluster.yaml``'s).
+    declare (``check_keys``) or set a key of the old layout and its new place (``moved``).
+    ``clusters``: the ``cluster`` group's options (default ``dask_cluster.yaml``'s).
     """
     register(clusters)
+    replaced = replaceable(overrides)
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=VERSION_BASE):
-            cfg = hydra_compose(
-                "config", overrides=replaceable(overrides), return_hydra_config=True
-            )
+            cfg = hydra_compose("config", overrides=replaced, return_hydra_config=True)
     except (HydraException, OmegaConfBaseException, ValueError) as error:
         raise OverrideError(_composition_error(error)) from None
     except (AssertionError, AttributeError):  # OmegaConf setting a key inside a null node
-        problem = _null_section(overrides)
+        problem = _null_section(replaced)
         if problem is None:
             raise
         raise OverrideError(problem) from None
     experiment = cfg.hydra.runtime.choices["experiment"]
     with open_dict(cfg):
         cfg.pop("hydra")
+    normalise(cfg, replaced)
     check_keys(cfg)
     return cfg, experiment
 

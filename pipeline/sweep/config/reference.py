@@ -161,7 +161,7 @@ def _default(field: dataclasses.Field) -> object:
 
 def keys(schema: type, prefix: str = "", chosen: dict[str, str] | None = None) -> list[Key]:
     """Every key of the dataclass ``schema`` and of the dataclasses nested in it (as
-    defaults or types), dotted (``grid.horizon``), in the order they are defined. A key
+    defaults or types), dotted (``methods.grid.horizon``), in the order they are defined. A key
     chosen as a config group (``cluster``, its schema default ``???``) shows the group's
     default from ``chosen`` (key -> the option Hydra's defaults list picks)."""
     hints = typing.get_type_hints(schema)

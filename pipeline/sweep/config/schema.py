@@ -15,6 +15,7 @@ import yaml
 from omegaconf import MISSING
 
 from pipeline.results.registry import KINDS
+from pipeline.sweep.config.moved import MOVED
 from pipeline.sweep.config.validation import choices, optional, ranged
 from pipeline.sweep.kind import installed
 
@@ -55,21 +56,24 @@ def _cluster_names() -> str:
 
 @functools.cache
 def sweep_config() -> type:
-    """``SweepConfig`` with every installed kind's settings (the built-ins' and plug-ins'): a
-    kind with a ``SECTION`` adds it, typed by its ``CONFIG`` dataclass and null unless the
-    config's ``kind`` is that kind; one without (the default ``methods``) adds its
-    ``CONFIG``'s keys at the top level. Made once, when the schema is first needed (a
-    plug-in kind is imported then)."""
-    sections, top_level = [], []
+    """``SweepConfig`` with every installed kind's section (the built-ins' and plug-ins'),
+    typed by its ``CONFIG`` dataclass and null unless the config's ``kind`` is that kind.
+    Made once, when the schema is first needed (a plug-in kind is imported then)."""
+    sections = []
     for name, kind in installed().items():
-        if kind.SECTION is None:
-            top_level.append(kind.CONFIG)
-            continue
         doc = f"The settings of a ``kind={name}`` sweep (null for any other kind)."
         section = optional(kind.CONFIG | None)
         sections.append((kind.SECTION, section, field(default=None, metadata={"doc": doc})))
-    # the engine's keys first: a dataclass lists the fields of its bases from the last
-    return make_dataclass("SweepConfig", sections, bases=(*reversed(top_level), SweepConfig))
+    return make_dataclass("SweepConfig", sections, bases=(SweepConfig,))
+
+
+@functools.cache
+def accepting() -> type:
+    """The schema Hydra composes with: ``sweep_config`` and the methods kind's top-level keys
+    of the old layout (``moved.MOVED``), untyped and null, so that a config file of that
+    layout composes; ``moved.normalise`` moves them into the section."""
+    old = [(key, Any, field(default=None)) for key in MOVED]
+    return make_dataclass("SweepConfig", old, bases=(sweep_config(),))
 
 
 @dataclass
@@ -79,9 +83,9 @@ class SweepConfig:
 
     kind: str = choices("methods", KINDS.names)
     """The kind of sweep (``pipeline.results.registry.KINDS``), chosen as a config group
-    (``kind=training``): ``methods`` (approximations against exact inference over
-    ``grid``), ``training``, ``coupled``, ``kernel_features``, or a plug-in's. Each kind but
-    ``methods`` reads its own section, named like it, which choosing the kind fills with its
+    (``kind=training``): ``methods`` (approximations against exact inference), ``training``,
+    ``coupled``, ``kernel_features``, ``learning``, or a plug-in's. Each kind reads its own
+    section, named like it (``methods.grid``), which choosing the kind fills with its
     defaults; the experiments of a kind choose it."""
     cluster: Any = choices(MISSING, _cluster_names)
     """Where the work runs: an entry of ``dask_cluster.yaml`` (``cluster=local``, the

@@ -42,9 +42,9 @@ def check_keys(node: DictConfig, prefix: str = "") -> None:
     """Raise ``unknown_key`` at the first key of a composed config (its keys named ``prefix``
     + key) that its schema does not declare: Hydra adds a ``+key`` (or ``++key``) to any
     section. A section typed by a dataclass allows its fields; one typed as a mapping takes
-    any key (a plug-in family's parameters ``model.<family>``, ssh's
+    any key (a plug-in family's parameters ``methods.model.<family>``, ssh's
     ``cluster.connect_options``, ``coupled.relational``), as do the values of keys typed
-    ``Any`` (``grid.methods``, ``grid.n_states``), which their kind checks."""
+    ``Any`` (``methods.grid.methods``, ``methods.grid.n_states``), which their kind checks."""
     schema = OmegaConf.get_type(node)
     if dataclasses.is_dataclass(schema):
         allowed = [item.name for item in dataclasses.fields(schema)]

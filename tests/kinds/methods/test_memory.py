@@ -178,7 +178,7 @@ def test_a_timing_task_holds_the_model_and_every_approximation_it_times():
     assert cells < timing
     with pytest.raises(
         ConfigError,
-        match=rf"^grid.methods: the timing task of family=bell, n_states={n} \(its exact "
+        match=rf"^methods.grid.methods: the timing task of family=bell, n_states={n} \(its exact "
         "model and its 3 approximations side by side",
     ):
         check_memory(grid, (cells + timing) // 2)

@@ -1,5 +1,6 @@
 import contextlib
 import io
+import textwrap
 import warnings
 
 import numpy as np
@@ -447,7 +448,12 @@ def test_the_report_says_how_the_runs_of_a_store_differed():
     ]
     assert runs_lines([run(2, 3, "a"), run(4, 3, "a"), run(2, 5, "b")]) == [
         "- 3 runs made this store; the later ones differed from the first in: workers: 2 -> 4; "
-        "timing.repeats: 3 -> 5; commit: a -> b"
+        "methods.timing.repeats: 3 -> 5; commit: a -> b"
+    ]
+    old = run(2, 3, "a")  # a run of before the methods section, then one of after
+    new = old | {"config": "methods:\n" + textwrap.indent(old["config"], "  ")}
+    assert runs_lines([old, new]) == [
+        "- 2 runs made this store; the later ones differed from the first in: nothing"
     ]
 
 

@@ -34,7 +34,7 @@ DEFAULT = ("predict", "filter")
 """The modes of a grid that names none."""
 
 MODES = Registry[Mode]("mode", "pipeline.modes", BUILTIN)
-"""Mode name (the ``mode`` coordinate and ``grid.modes`` value) -> its ``Mode``: the
+"""Mode name (the ``mode`` coordinate and ``methods.grid.modes`` value) -> its ``Mode``: the
 built-ins, then plug-ins (``pipeline.plugins``)."""
 
 _WITH_SETTING = re.compile(r"(?P<name>.+)_(?P<setting>\d+)")

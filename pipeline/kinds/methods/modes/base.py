@@ -144,7 +144,7 @@ class Mode:
     """A mode of the methods sweep, its defaults those of a mode that reads the whole
     sequence with no per-step clock and keeps nothing on disk.
 
-    A subclass sets ``name`` (the ``mode`` coordinate and ``grid.modes`` value), ``title``
+    A subclass sets ``name`` (the ``mode`` coordinate and ``methods.grid.modes`` value), ``title``
     (how the report names it), ``produces`` (the variables of ``MEASURES`` it fills: the
     others are NaN in its cells, and their ``missing`` attribute says so) and ``line`` (its
     line style where a figure's panel holds several modes, and ``line_name``, how its

@@ -3,7 +3,7 @@ of step ``t`` once ``L`` more observations are in: online smoothing, the answer 
 ``t + L`` (dynamax's ``hmm_fixed_lag_smoother``). ``L = 0`` is filtering; ``L >= T - 1`` is
 smoothing over the whole sequence (near the end the window stops at the last step).
 
-The lag is a setting of the mode, in its name (``grid.modes=[fixed_lag_1,fixed_lag_4]``),
+The lag is a setting of the mode, in its name (``methods.grid.modes=[fixed_lag_1,fixed_lag_4]``),
 not a dimension of the store: each lag is a value of the ``mode`` coordinate, so every
 variable a mode fills (``tv`` over t, its largest ``tv_max``, the evidence, the runtimes and
 speedup) serves each lag, and the stores of grids without the mode keep their dims and their

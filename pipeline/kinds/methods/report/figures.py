@@ -110,7 +110,7 @@ def legend(
 
 NOTHING = "nothing finished or timed here"
 """What a panel with no value to draw on its log axis says (a store still being written,
-interrupted, or swept with ``timing.enabled=false``)."""
+interrupted, or swept with ``methods.timing.enabled=false``)."""
 
 
 def log_scale(axis, names: str) -> None:

@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
-import yaml
 
+from pipeline.results.config import stored_config
 from pipeline.results.schema import finite_median
 
 PAPER_SIZES = {"bell": 800, "uniform": 800, "lm": 7620}
@@ -107,8 +107,8 @@ def _per_step(cell: xr.Dataset, run: str) -> float:
 
 def _parameter(ds: xr.Dataset, family: str, name: str, default=None):
     """A model parameter of the run, from its resolved config (the ``config`` attribute)."""
-    config = yaml.safe_load(ds.attrs.get("config", "") or "") or {}
-    return (config.get("model", {}).get(family) or {}).get(name, default)
+    section = stored_config(ds.attrs.get("config")).get("methods") or {}
+    return ((section.get("model") or {}).get(family) or {}).get(name, default)
 
 
 def _lm(ds: xr.Dataset, family: str, kept: float, p: float) -> str:
