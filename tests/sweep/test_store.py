@@ -65,7 +65,7 @@ def test_round_trip_with_plain_xarray(tmp_path, grid):
     }
     for name in [*VARIABLES, "in_grid"]:
         assert ds[name].attrs["units"] and ds[name].attrs["long_name"], name
-    assert "filter mode" in ds["certificate"].attrs["missing"]
+    assert "NaN in filter, smooth" in ds["certificate"].attrs["missing"]
     assert int(ds.done.sum()) == len(cells) - 1 and int(ds.failed.sum()) == 1
     assert int(ds.in_grid.sum()) * 2 * 4 == len(cells)
     assert ds.attrs["note"] == "test" and "grid" in ds.attrs and ds.attrs["format"] == 2
