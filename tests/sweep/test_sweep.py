@@ -267,6 +267,8 @@ def test_structured_models_gamma_parts_doeblin_and_certificate(client, tmp_path)
         "model.bell.structured=true",
         "model.peaked.structured=true",
         "gamma_exact_max_states=5000",
+        "timing.repeats=1",  # no runtime is read here: one timed round a cell, not 25
+        "timing.max_repeats=1",
     ]
     ds = run(overrides, client=client).load()
     assert ds.gamma_exact.sel(n_states=4000).all() and not ds.gamma_exact.sel(n_states=6000).any()
