@@ -474,6 +474,9 @@ def test_good_configurations_pass():
 def test_choosing_a_kind_sets_its_section_to_its_defaults_before_the_overrides():
     cfg = composed("kind=training", "training.max_epochs=3")
     assert cfg.kind == "training" and cfg.training.max_epochs == 3 and cfg.coupled is None
+    alone = compose(["kind=training", "training.max_epochs=3"])[0]  # no experiment named
+    assert alone.methods is None  # the default experiment is the methods kind's: left out
+    assert alone.training == cfg.training and validate(alone).SECTION == "training"
     assert cfg.training.patience is None and cfg.training.lr_patience == 1  # the defaults
 
 

@@ -19,6 +19,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 
 from pipeline.models import BUILTIN as BUILTIN_FAMILIES
 from pipeline.models import FAMILIES
+from pipeline.results.config import SECTION
 from pipeline.sweep.config.clusters import load_clusters
 from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.moved import MOVED, moved_overrides, normalise
@@ -104,6 +105,17 @@ def replaceable(overrides: list[str]) -> list[str]:
     return out
 
 
+DEFAULT_EXPERIMENT = "default"
+"""The experiment of a config that names none (``conf/config.yaml``): the methods kind's
+default sweep, whose ``methods`` section a config of another kind (``kind=training`` alone)
+does not keep."""
+
+
+def _sets_methods(overrides: list[str]) -> bool:
+    """Whether an override sets a key of the methods section."""
+    return any(o.partition("=")[0].lstrip("+~").startswith(f"{SECTION}.") for o in overrides)
+
+
 def _composition_error(error: Exception) -> str:
     """A one-line description of why Hydra could not compose the overrides.
 
@@ -170,6 +182,8 @@ def compose(
     experiment = cfg.hydra.runtime.choices["experiment"]
     with open_dict(cfg):
         cfg.pop("hydra")
+        if experiment == DEFAULT_EXPERIMENT and cfg.kind != SECTION and not _sets_methods(replaced):
+            cfg[SECTION] = None  # the default sweep is the methods kind's: another kind's has none
     normalise(cfg, replaced)
     check_keys(cfg)
     return cfg, experiment
