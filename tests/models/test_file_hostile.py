@@ -172,7 +172,7 @@ def test_a_truncated_or_flipped_file_is_refused_in_one_line_or_read_correctly(ca
 def test_the_sweep_refuses_a_damaged_file_before_any_cluster_starts(case, tmp_path):
     """The sweep's own checks (``check_overrides``, what ``python -m pipeline.sweep`` runs
     before Hydra and any cluster) read the whole model: a file the loader refuses is refused
-    there in one line naming ``model.file.path`` (or ``grid.n_states``), and nothing is
+    there in one line naming ``methods.model.file.path`` (or ``methods.grid.n_states``), and nothing is
     written."""
     arrays, n, how = case
     path = tmp_path / "model.npz"
@@ -180,7 +180,7 @@ def test_the_sweep_refuses_a_damaged_file_before_any_cluster_starts(case, tmp_pa
     store = tmp_path / "store.zarr"
     register()
     problem = check_overrides(
-        ["experiment=file", f"model.file.path={path}", f"store={store}", "grid.seeds=[0]"]
+        ["experiment=file", f"methods.model.file.path={path}", f"store={store}", "methods.grid.seeds=[0]"]
     )
     try:
         file_family.build(n, path=str(path))
@@ -191,7 +191,7 @@ def test_the_sweep_refuses_a_damaged_file_before_any_cluster_starts(case, tmp_pa
         assert problem is None, (how, problem)
     else:
         assert problem is not None and "\n" not in problem, how
-        assert problem.startswith(("model.file.path: ", "grid.n_states: ")), (how, problem)
+        assert problem.startswith(("methods.model.file.path: ", "methods.grid.n_states: ")), (how, problem)
     assert not store.exists()
 
 
@@ -211,8 +211,8 @@ def test_shifted_indices_are_refused_in_one_line(kind, shift, tmp_path):
     with pytest.raises(ParameterError, match=r"transition indices\[0\] = \d+ is out of range"):
         file_family.build(12, path=str(path))
     register()
-    problem = check_overrides(["experiment=file", f"model.file.path={path}"])
-    assert problem.startswith("model.file.path: ") and "out of range" in problem
+    problem = check_overrides(["experiment=file", f"methods.model.file.path={path}"])
+    assert problem.startswith("methods.model.file.path: ") and "out of range" in problem
     bad = sp.csr_array(transition)
     bad.indices = bad.indices + shift  # the same matrix built in Python
     with pytest.raises(ValueError, match=r"^transition indices\[0\] = \d+ is out of range"):
@@ -342,13 +342,13 @@ def test_damage_the_memory_estimate_reads_first_is_one_line_naming_the_path(case
     """An object array, a forged header or a bad CRC in the transition gave a 32-line
     traceback: the sweep's memory estimate read the headers before ``verify`` named the file.
     The family's cheap ``check`` reads every header the estimate reads, so the config check
-    names ``model.file.path`` first."""
+    names ``methods.model.file.path`` first."""
     make, why = HEADERS_READ_FIRST[case]
     path = make(tmp_path / "model.npz")
     store = tmp_path / "s.zarr"
     register()
-    problem = check_overrides(["experiment=file", f"model.file.path={path}", f"store={store}"])
-    assert problem == f"model.file.path: {str(path)!r}: {why}"
+    problem = check_overrides(["experiment=file", f"methods.model.file.path={path}", f"store={store}"])
+    assert problem == f"methods.model.file.path: {str(path)!r}: {why}"
     assert not store.exists()
 
 
@@ -385,12 +385,12 @@ def test_a_model_file_replaced_before_a_resume_is_refused(client, tmp_path):
     file_family.save(path, *arrays)
     overrides = [
         "experiment=file",
-        f"model.file.path={path}",
+        f"methods.model.file.path={path}",
         f"store={store}",
-        "grid.methods={topp:[0.9]}",
-        "grid.seeds=[0]",
-        "grid.modes=[predict]",
-        "grid.horizon=3",
+        "methods.grid.methods={topp:[0.9]}",
+        "methods.grid.seeds=[0]",
+        "methods.grid.modes=[predict]",
+        "methods.grid.horizon=3",
     ]
     assert bool(run(overrides, client=client).done.all())
     register()
