@@ -17,6 +17,14 @@ its previous cycle's path (a Jacobi sweep); here each update sees the latest pat
 Gauss-Seidel sweep), which is what makes the ascent monotone. A cycle costs about
 ``k^2 n^2`` per step: each of the k chains reads n^2 entries of its own moves for (b) and,
 for (d), the next-state rows of the k - 1 other chains for each of its n states.
+
+Why each chain's update keeps its own max-product (``_viterbi``, in logs) rather than
+``pipeline.inference.viterbi`` over time-varying transitions: the two pick the same path
+except between paths equally probable to the last bits, and there the cycles of the ascent
+go on from another path. Written over ``pipeline.inference`` (scaled probabilities), a run
+of ``experiment=coupled`` stored another chain-wise optimum in 20 of 214 cells (most of the
+string quartet, whose rules make many ties; ``log_joint_viterbi`` higher in some, lower in
+others, by up to 0.45) and the committed store's values would not hold.
 """
 
 from __future__ import annotations
@@ -27,8 +35,7 @@ import numpy as np
 
 from pipeline.coupled import meanfield
 from pipeline.coupled.model import CoupledHMM
-from pipeline.hmm import HMM
-from pipeline.inference import viterbi
+from pipeline.kernels import maxplus
 
 MAX_ITERATIONS = 100
 """Stop after this many cycles over the chains, converged or not."""
@@ -44,24 +51,32 @@ class ChainwiseResult(NamedTuple):
     converged: bool
 
 
-def _viterbi(prior, transitions, log_scores) -> np.ndarray:
-    """The best path of one chain by ``pipeline.inference.viterbi``: prior (n,), transitions
-    (T - 1, n, n) (a time-varying transition, rows summing to 1), log_scores (T, n)
-    (everything else each state earns, as the log likelihoods of an emission model)."""
-    n = len(prior)
-    chain = HMM(prior, np.eye(n), np.ones((n, 1)))
-    return viterbi(chain, log_likelihoods=log_scores, transitions=transitions).path
+def _viterbi(log_prior, log_transitions, log_scores) -> np.ndarray:
+    """The best path of one chain: log_prior (n,), log_transitions (T - 1, n, n) (a
+    time-varying transition), log_scores (T, n) (everything else each state earns)."""
+    steps, n = log_scores.shape
+    delta = log_prior + log_scores[0]
+    back = np.zeros((steps, n), dtype=np.int64)
+    for t in range(1, steps):
+        scores = delta[:, None] + log_transitions[t - 1]
+        back[t] = scores.argmax(axis=0)
+        delta = scores[back[t], np.arange(n)] + log_scores[t]
+    return maxplus.backtrack(back, int(delta.argmax()))
 
 
 def _alone(model: CoupledHMM, i: int, observations) -> np.ndarray:
     """Chain i's Viterbi path with the other chains ignored (uniform marginals)."""
     uniform = [np.full(n, 1 / n) for n in model.sizes]
-    t = meanfield.transition(model, i, uniform)
     with np.errstate(divide="ignore"):
+        log_t = np.log(meanfield.transition(model, i, uniform))
         scores = np.log(
             np.stack([meanfield.likelihood(model, i, int(o), uniform) for o in observations])
         )
-    return _viterbi(model.priors[i], np.broadcast_to(t, (len(observations) - 1, *t.shape)), scores)
+        return _viterbi(
+            np.log(model.priors[i]),
+            np.broadcast_to(log_t, (len(observations) - 1, *log_t.shape)),
+            scores,
+        )
 
 
 def _update(model: CoupledHMM, i: int, paths: np.ndarray, observations) -> np.ndarray:
@@ -72,7 +87,7 @@ def _update(model: CoupledHMM, i: int, paths: np.ndarray, observations) -> np.nd
     varied[:, :, i] = np.arange(n)
     flat = varied.reshape(-1, model.chains)
     with np.errstate(divide="ignore"):
-        moved = model.conditional(i, flat[: (steps - 1) * n]).reshape(steps - 1, n, n)
+        log_t = np.log(model.conditional(i, flat[: (steps - 1) * n])).reshape(steps - 1, n, n)
         scores = np.zeros((steps, n))
         for t, o in enumerate(observations):  # (c)
             if o >= 0:
@@ -82,7 +97,7 @@ def _update(model: CoupledHMM, i: int, paths: np.ndarray, observations) -> np.nd
                 moves = model.conditional(j, flat[: (steps - 1) * n]).reshape(steps - 1, n, -1)
                 nxt = paths[1:, j]
                 scores[:-1] += np.log(moves[np.arange(steps - 1), :, nxt])
-    return _viterbi(model.priors[i], moved, scores)
+        return _viterbi(np.log(model.priors[i]), log_t, scores)
 
 
 def chainwise_viterbi(
