@@ -172,15 +172,20 @@ def test_a_truncated_or_flipped_file_is_refused_in_one_line_or_read_correctly(ca
 def test_the_sweep_refuses_a_damaged_file_before_any_cluster_starts(case, tmp_path):
     """The sweep's own checks (``check_overrides``, what ``python -m pipeline.sweep`` runs
     before Hydra and any cluster) read the whole model: a file the loader refuses is refused
-    there in one line naming ``methods.model.file.path`` (or ``methods.grid.n_states``), and nothing is
-    written."""
+    there in one line naming ``methods.model.file.path`` (or ``methods.grid.n_states``), and
+    nothing is written."""
     arrays, n, how = case
     path = tmp_path / "model.npz"
     _save(path, arrays)
     store = tmp_path / "store.zarr"
     register()
     problem = check_overrides(
-        ["experiment=file", f"methods.model.file.path={path}", f"store={store}", "methods.grid.seeds=[0]"]
+        [
+            "experiment=file",
+            f"methods.model.file.path={path}",
+            f"store={store}",
+            "methods.grid.seeds=[0]",
+        ]
     )
     try:
         file_family.build(n, path=str(path))
@@ -191,7 +196,10 @@ def test_the_sweep_refuses_a_damaged_file_before_any_cluster_starts(case, tmp_pa
         assert problem is None, (how, problem)
     else:
         assert problem is not None and "\n" not in problem, how
-        assert problem.startswith(("methods.model.file.path: ", "methods.grid.n_states: ")), (how, problem)
+        assert problem.startswith(("methods.model.file.path: ", "methods.grid.n_states: ")), (
+            how,
+            problem,
+        )
     assert not store.exists()
 
 
@@ -347,7 +355,9 @@ def test_damage_the_memory_estimate_reads_first_is_one_line_naming_the_path(case
     path = make(tmp_path / "model.npz")
     store = tmp_path / "s.zarr"
     register()
-    problem = check_overrides(["experiment=file", f"methods.model.file.path={path}", f"store={store}"])
+    problem = check_overrides(
+        ["experiment=file", f"methods.model.file.path={path}", f"store={store}"]
+    )
     assert problem == f"methods.model.file.path: {str(path)!r}: {why}"
     assert not store.exists()
 
