@@ -195,7 +195,9 @@ def test_a_low_precision_row_off_by_more_than_its_rounding_is_named_with_its_dty
     register()
     store = tmp_path / "s.zarr"
     problem = check_overrides(["experiment=file", f"model.file.path={path}", f"store={store}"])
-    assert problem.startswith(f"model.file.path: {str(path)!r}: transition row 3 sums to 1.001")
+    assert problem.startswith(
+        f"methods.model.file.path: {str(path)!r}: transition row 3 sums to 1.001"
+    )
     assert problem.endswith(
         "; 12 float32 entries must sum to 1 within 4.13e-07 (float32's eps times the square "
         "root of 12)"

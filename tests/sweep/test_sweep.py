@@ -311,8 +311,8 @@ def test_run_from_python_with_a_given_client_equals_the_command_line(smoke, clie
     assert len(values) > 20
     for name in values:  # values, dims, coordinates and every attribute
         xr.testing.assert_identical(ds[name], cli[name])
-    with pytest.raises(ConfigError, match=r"^grid.horizon: 0 is not allowed"):
-        run(["experiment=smoke", "grid.horizon=0"], client=client)
+    with pytest.raises(ConfigError, match=r"^methods\.grid\.horizon: 0 is not allowed"):
+        run(["experiment=smoke", "methods.grid.horizon=0"], client=client)
 
 
 def test_the_dashboard_serves_dasks_status_page_and_the_performance_report_is_saved(tmp_path):
