@@ -27,6 +27,7 @@ from pipeline.sweep.config.compose import (
     VERSION_BASE,
     compose_with_hydra,
     sweep_jobs,
+    without_default_sweep,
 )
 from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.moved import normalise
@@ -49,7 +50,9 @@ def run(cfg) -> int:
     """The sweep of a config Hydra composed (a config file of the old layout moved into the
     methods section first, ``moved.normalise``), with its summary; the exit status (1 if any
     cell failed)."""
-    normalise(cfg, HydraConfig.get().overrides.task)
+    hydra = HydraConfig.get()
+    without_default_sweep(cfg, hydra.runtime.choices["experiment"], hydra.overrides.task)
+    normalise(cfg, hydra.overrides.task)
     outcome = sweep(cfg, store_path(cfg))
     print(outcome.kind.summary(open_results(outcome.store).load()))
     print(f"results: {outcome.store}  (xr.open_zarr({str(outcome.store)!r}))")

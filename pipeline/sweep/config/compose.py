@@ -4,6 +4,7 @@ what they name, and composition (the command line's, or Python's) with one-line 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
@@ -111,9 +112,15 @@ default sweep, whose ``methods`` section a config of another kind (``kind=traini
 does not keep."""
 
 
-def _sets_methods(overrides: list[str]) -> bool:
-    """Whether an override sets a key of the methods section."""
-    return any(o.partition("=")[0].lstrip("+~").startswith(f"{SECTION}.") for o in overrides)
+def without_default_sweep(cfg: DictConfig, experiment: str, overrides: Sequence[str]) -> None:
+    """Drop the methods section the default experiment (``DEFAULT_EXPERIMENT``) put in a
+    config of another kind (``kind=training`` alone), unless an override set a key of it
+    (then the kind's check refuses it in one line). Both ways a config is composed call
+    this: ``compose`` and the command line's run (``pipeline.sweep.main.run``)."""
+    sets = any(o.partition("=")[0].lstrip("+~").startswith(f"{SECTION}.") for o in overrides)
+    if experiment == DEFAULT_EXPERIMENT and cfg.kind != SECTION and not sets:
+        with open_dict(cfg):
+            cfg[SECTION] = None
 
 
 def _composition_error(error: Exception) -> str:
@@ -182,8 +189,7 @@ def compose(
     experiment = cfg.hydra.runtime.choices["experiment"]
     with open_dict(cfg):
         cfg.pop("hydra")
-        if experiment == DEFAULT_EXPERIMENT and cfg.kind != SECTION and not _sets_methods(replaced):
-            cfg[SECTION] = None  # the default sweep is the methods kind's: another kind's has none
+    without_default_sweep(cfg, experiment, replaced)
     normalise(cfg, replaced)
     check_keys(cfg)
     return cfg, experiment
