@@ -44,6 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.operators import Matrix, as_operator, check_entries, check_real, layout, row_sums
+from pipeline.shapes import Vector
 
 ROW_SUM_TOLERANCE = 1e-9
 """How far a probability row given in float64 (or integers) may sum from 1."""
@@ -143,7 +144,7 @@ class HMM:
     (2, 2)
     """
 
-    prior: np.ndarray
+    prior: Vector
     transition: Matrix
     emission: Matrix
 

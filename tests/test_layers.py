@@ -99,7 +99,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 LAYERS = (
-    ("kernels", "corpus", "plugins"),
+    ("kernels", "corpus", "plugins", "shapes"),
     ("operators",),
     ("hmm", "limits"),
     ("inference", "methods", "metrics", "sampling", "hmmlm"),

@@ -36,6 +36,7 @@ from pipeline.inference.recursion import Compiled, Stepped, entries, recursion
 from pipeline.inference.smoother import checkpoint_steps
 from pipeline.kernels import maxproduct
 from pipeline.operators import check_max_product
+from pipeline.shapes import BatchStatePaths, PerSequence, StatePath, Steps
 
 POINTER_BYTES = 2**28
 """Viterbi keeps every step's back-pointers while they take at most this many bytes
@@ -55,9 +56,9 @@ class ViterbiResult(NamedTuple):
         The steps whose observation no path could emit: they count as unobserved.
     """
 
-    path: np.ndarray
+    path: StatePath
     log_probability: float
-    zero_evidence: np.ndarray
+    zero_evidence: Steps
 
 
 class ViterbiBatchResult(NamedTuple):
@@ -71,9 +72,9 @@ class ViterbiBatchResult(NamedTuple):
         Each member's steps whose observation no path could emit.
     """
 
-    path: np.ndarray
-    log_probability: np.ndarray
-    zero_evidence: tuple[np.ndarray, ...]
+    path: BatchStatePaths
+    log_probability: PerSequence
+    zero_evidence: tuple[Steps, ...]
 
 
 def viterbi(

@@ -19,6 +19,7 @@ from pipeline.inference.recursion import Compiled, Stepped, recursion
 from pipeline.kernels import forward
 from pipeline.kernels.select import mass_target
 from pipeline.limits import check_memory
+from pipeline.shapes import BatchBeliefs, BatchPerStep, Beliefs, PerSequence, PerStep, Steps
 
 STEP_BYTES = 25
 """What a forward run keeps a step and sequence beside its beliefs: the step's row of the
@@ -47,11 +48,11 @@ class FilterResult(NamedTuple):
         after pruning); zeros without pruning.
     """
 
-    beliefs: np.ndarray
+    beliefs: Beliefs
     log_evidence: float
-    zero_evidence: np.ndarray
-    elapsed: np.ndarray
-    pruned: np.ndarray
+    zero_evidence: Steps
+    elapsed: PerStep
+    pruned: PerStep
 
 
 class FilterBatchResult(NamedTuple):
@@ -75,16 +76,16 @@ class FilterBatchResult(NamedTuple):
         The belief mass pruning removed from each member at each step.
     """
 
-    beliefs: np.ndarray
-    log_evidence: np.ndarray
-    zero_evidence: tuple[np.ndarray, ...]
-    elapsed: np.ndarray
-    pruned: np.ndarray
+    beliefs: BatchBeliefs
+    log_evidence: PerSequence
+    zero_evidence: tuple[Steps, ...]
+    elapsed: PerStep
+    pruned: BatchPerStep
 
 
 def predict(
     hmm: HMM, horizon: int, *, initial=None, prune=1.0, history=True, transitions=None
-) -> np.ndarray:
+) -> Beliefs | BatchBeliefs:
     """State distributions ``P(S_t)`` for ``t = 0..horizon`` without observations.
 
     Parameters

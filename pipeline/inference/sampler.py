@@ -16,6 +16,7 @@ from pipeline.hmm import HMM
 from pipeline.inference.recursion import recursion
 from pipeline.limits import check_memory
 from pipeline.operators import column_sampler, draw_dense
+from pipeline.shapes import BatchObservations, BatchStatePaths, Observations, StatePath
 
 DRAW_BYTES = 32
 """The memory ``sample`` takes a step and sequence: the states and the symbols drawn (int64
@@ -31,8 +32,8 @@ class Sample(NamedTuple):
         ``observations[t] ~ P(O_t | S_t = states[t])``.
     """
 
-    states: np.ndarray
-    observations: np.ndarray
+    states: StatePath
+    observations: Observations
 
 
 class SampleBatch(NamedTuple):
@@ -44,8 +45,8 @@ class SampleBatch(NamedTuple):
         Each row the symbols of its path, as ``Sample.observations``.
     """
 
-    states: np.ndarray
-    observations: np.ndarray
+    states: BatchStatePaths
+    observations: BatchObservations
 
 
 def sample(

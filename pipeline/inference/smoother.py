@@ -30,6 +30,7 @@ from pipeline.inference.forward import broadcast
 from pipeline.inference.inputs import Evidence, read_evidence, read_initial, read_segments
 from pipeline.inference.recursion import Compiled, Stepped, recursion
 from pipeline.operators import Matrix
+from pipeline.shapes import BatchBeliefs, Beliefs, PerSequence, Steps
 
 NO_PRUNING = np.inf
 """The forward recursion's prune target that keeps every state."""
@@ -59,9 +60,9 @@ class SmoothResult(NamedTuple):
         T - 1 matrices in their steps' formats.
     """
 
-    posteriors: np.ndarray
+    posteriors: Beliefs
     log_evidence: float
-    zero_evidence: np.ndarray
+    zero_evidence: Steps
     transition_counts: Counts | None
 
 
@@ -79,9 +80,9 @@ class SmoothBatchResult(NamedTuple):
         (``SmoothResult.transition_counts`` of each member, added), in the same format.
     """
 
-    posteriors: np.ndarray
-    log_evidence: np.ndarray
-    zero_evidence: tuple[np.ndarray, ...]
+    posteriors: BatchBeliefs
+    log_evidence: PerSequence
+    zero_evidence: tuple[Steps, ...]
     transition_counts: Counts | None
 
 

@@ -31,7 +31,7 @@ from pipeline.sweep.cluster import (
 )
 from pipeline.sweep.config import check_writable, compose, validate
 from pipeline.sweep.failures import CellError, Failure, Failures, describe, transient
-from pipeline.sweep.kind import Grid, SweepKind
+from pipeline.sweep.kind import Grid, Sweep
 from pipeline.sweep.lock import StoreLock, check_unlocked
 from pipeline.sweep.logs import CELLS, to_the_log_file
 from pipeline.sweep.progress import Progress, Stages, follow
@@ -53,7 +53,7 @@ class Outcome(NamedTuple):
     """What a sweep did: its store, its kind, and the cells that failed in this run, by why."""
 
     store: Path
-    kind: SweepKind
+    kind: Sweep
     failed: Failures
 
 
@@ -67,7 +67,7 @@ def default_store(experiment: str) -> Path:
     return Path("outputs") / experiment / "results.zarr"
 
 
-def compute(client, kind: SweepKind, grid: Grid, store: ResultStore, cfg) -> Failures:
+def compute(client, kind: Sweep, grid: Grid, store: ResultStore, cfg) -> Failures:
     """Compute the cells the store lacks; record each and flush every ``flush_seconds``. A
     task that raised is tried again only for a ``failures.TRANSIENT`` reason, up to
     ``retries`` times; the failed cells, by why."""
@@ -154,7 +154,7 @@ def _fail(store: ResultStore, failed: Failures, failure: Failure, cells: list) -
         CELLS.warning("cell %s failed: %s", cell, failure.message)
 
 
-def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, Grid]:
+def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[Sweep, Grid]:
     """The kind and grid of a composed config within its bounds, whose models are valid, whose
     cells fit the workers of the cluster it starts (``own_cluster``) and whose store can be
     written; ``ConfigError`` (one line) for a bad value, a grid or store too large
@@ -170,10 +170,8 @@ def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, G
         if own_cluster:
             stage(f"estimating the memory of {grid.n_cells():,} cells")
             _check_memory(kind, grid, worker_memory(cfg.cluster))
-        verify = getattr(kind, "verify", None)
-        if verify is not None:  # optional: read what the cells will read (a model file)
-            stage("checking every model, reading its files")
-            verify(grid)
+        stage("checking what the cells will read (a model's files)")
+        kind.verify(grid)
         stage(f"checking the store {store}")
         check_writable(store)
         check_room(kind.SCHEMA, grid, store)
@@ -184,12 +182,11 @@ def prepare(cfg, store: Path, *, own_cluster: bool = True) -> tuple[SweepKind, G
     return kind, grid
 
 
-def _check_memory(kind: SweepKind, grid: Grid, limit: int | None) -> None:
-    """A kind that estimates its cells' memory (``check_memory``, optional) refuses a grid
-    with a cell that cannot fit a worker's ``limit`` (None: not known yet)."""
-    check = getattr(kind, "check_memory", None)
-    if check is not None and limit:
-        check(grid, limit)
+def _check_memory(kind: Sweep, grid: Grid, limit: int | None) -> None:
+    """The kind's ``check_memory`` refuses a grid with a cell that cannot fit a worker's
+    ``limit``; nothing to check while the limit is not known (None)."""
+    if limit:
+        kind.check_memory(grid, limit)
 
 
 def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
@@ -206,7 +203,7 @@ def sweep(cfg, store: Path, *, client: Client | None = None) -> Outcome:
 def _locked(
     cfg,
     store: Path,
-    kind: SweepKind,
+    kind: Sweep,
     grid: Grid,
     client: Client | None,
     lock: StoreLock,

@@ -1,5 +1,5 @@
-"""What every sweep kind shares: the ``SweepKind`` interface, the ``Grid`` base and the
-kinds ``installed``.
+"""What every sweep kind shares: the ``SweepKind`` interface, the ``Sweep`` the engine runs,
+the ``Grid`` base and the kinds ``installed``.
 
 A sweep kind turns a config section into cells, runs them as Dask tasks and names what its
 store holds (a ``pipeline.results`` schema). ``pipeline.results.registry.KINDS`` registers them by
@@ -14,7 +14,8 @@ import functools
 import json
 import typing
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol
 
@@ -23,7 +24,7 @@ import xarray as xr
 from dask import delayed
 from distributed import Client, Future
 
-from pipeline.results.registry import KINDS
+from pipeline.results.registry import KINDS, Kind
 from pipeline.results.schema import Schema
 
 _DTYPES = {str: object, int: np.int64, float: np.float64}
@@ -164,6 +165,7 @@ class SweepKind(Protocol):
     - optionally ``verify(grid)``: raise ``ConfigError`` unless what the cells will read (a
       model file) is valid, once, before any cluster starts, and ``check_memory(grid,
       limit)``: raise ``ConfigError`` for a cell that cannot fit a worker of ``limit`` bytes.
+      ``Sweep.of`` gives a module without them the defaults: nothing to check.
 
     The config reaches a kind at ``validate`` and ``grid`` only: its ``Grid`` (frozen) holds
     everything the kind's tasks need, normalised there.
@@ -182,6 +184,56 @@ class SweepKind(Protocol):
     def summary(self, ds: xr.Dataset) -> str: ...
 
 
+_OPTIONAL = ("verify", "check_memory")
+"""The members a kind's ``sweep`` module may leave out: ``Sweep``'s with a default."""
+
+
+def _nothing_to_verify(grid: Grid) -> None:
+    """The default ``verify``: the cells read nothing but their config."""
+
+
+def _any_memory_fits(grid: Grid, limit: int) -> None:
+    """The default ``check_memory``: the kind estimates no cell's memory."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep kind as the engine runs it: the members of its ``SweepKind`` module, the two
+    optional ones in place (``verify`` and ``check_memory``: a module without them checks
+    nothing there). ``Sweep.of`` is the one place that reads a module's members."""
+
+    SCHEMA: Schema
+    SECTION: str
+    CONFIG: type
+    validate: Callable[[Any], None]
+    grid: Callable[[Any], Grid]
+    submit: Callable[..., dict]
+    summary: Callable[[xr.Dataset], str]
+    verify: Callable[[Grid], None] = _nothing_to_verify
+    check_memory: Callable[[Grid, int], None] = _any_memory_fits
+
+    @classmethod
+    def of(cls, module: SweepKind) -> Sweep:
+        """The sweep of a kind's ``sweep`` module (``pipeline.results.registry.Kind.load``),
+        with the defaults for the optional members it does not define."""
+        optional = {name: getattr(module, name) for name in _OPTIONAL if hasattr(module, name)}
+        return cls(
+            SCHEMA=module.SCHEMA,
+            SECTION=module.SECTION,
+            CONFIG=module.CONFIG,
+            validate=module.validate,
+            grid=module.grid,
+            submit=module.submit,
+            summary=module.summary,
+            **optional,
+        )
+
+
+def load(kind: Kind) -> Sweep:
+    """The ``Sweep`` of a registered kind, its ``sweep`` module imported now."""
+    return Sweep.of(kind.load("sweep"))
+
+
 def submit_each(client: Client, function, cells: list, *args, prefix: str) -> dict[Future, list]:
     """One task ``function(cell, *args)`` per cell, keyed ``<prefix>-<cell>``; the future of
     each and the cells it computes (the training and coupled sweeps)."""
@@ -194,13 +246,13 @@ def submit_each(client: Client, function, cells: list, *args, prefix: str) -> di
 
 
 @functools.cache
-def installed() -> dict[str, SweepKind]:
-    """Kind name -> its sweep module, for every kind whose modules import: the built-ins, then
+def installed() -> dict[str, Sweep]:
+    """Kind name -> its ``Sweep``, for every kind whose modules import: the built-ins, then
     plug-ins (one that fails to import only warns, until a config names it)."""
     found = {}
     for name, kind in KINDS.items():
         try:
-            found[name] = kind.load("sweep")
+            found[name] = load(kind)
         except Exception as error:  # any failure of a plug-in's import is reported alike
             warnings.warn(f"sweep kind {name!r}: {error}", RuntimeWarning, stacklevel=2)
     return found

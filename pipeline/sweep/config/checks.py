@@ -9,14 +9,14 @@ from pipeline.sweep.config.clusters import validate_cluster
 from pipeline.sweep.config.errors import ConfigError
 from pipeline.sweep.config.schema import sweep_config
 from pipeline.sweep.config.validation import check_ranges
-from pipeline.sweep.kind import SweepKind, installed
+from pipeline.sweep.kind import Sweep, installed, load
 
 
-def for_config(cfg) -> SweepKind:
-    """The sweep module of the kind ``cfg`` names (``kind``); ``ConfigError`` for a kind
+def for_config(cfg) -> Sweep:
+    """The ``Sweep`` of the kind ``cfg`` names (``kind``); ``ConfigError`` for a kind
     nothing registers, and for a section of another kind set beside it."""
     try:
-        kind = KINDS.lookup(cfg.kind).load("sweep")
+        kind = load(KINDS.lookup(cfg.kind))
     except ValueError as error:  # unknown, or a plug-in that cannot be used
         raise ConfigError("kind", str(error)) from None
     except ImportError as error:
@@ -31,7 +31,7 @@ def for_config(cfg) -> SweepKind:
     return kind
 
 
-def validate(cfg) -> SweepKind:
+def validate(cfg) -> Sweep:
     """Raise ``ConfigError`` naming the first invalid key of a composed config; return the
     config's kind."""
     kind = for_config(cfg)
