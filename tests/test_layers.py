@@ -208,3 +208,29 @@ def test_the_package_and_inference_import_nothing_above_them():
     assert {"pipeline.hmm", "pipeline.inference", "pipeline.limits"} <= set(inference)
     assert _within(inference, STORE_AND_CLUSTER + ABOVE_INFERENCE) == []
     assert lazy  # pipeline.open_results still answers, importing pipeline.results then
+
+
+KIND_FILES = ("config", "grid", "tasks", "sweep", "results", "report")
+"""The files every kind's folder has (``docs/development.md``, "A sweep kind"): each kind's
+own, the same names by design."""
+
+
+def test_modules_that_share_a_name_name_each_other_in_their_docstrings():
+    """No two modules share a name across packages without a reason in their docstrings: each
+    names its namesakes (the kinds' folder files and the packages' ``base`` classes aside)."""
+    groups: dict[str, list[Path]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        in_kind = relative.parts[0] == "kinds" and len(relative.parts) == 3
+        if path.stem in ("__init__", "__main__", "base") or (in_kind and path.stem in KIND_FILES):
+            continue
+        groups.setdefault(path.stem, []).append(path)
+    unexplained = []
+    for paths in groups.values():
+        for path in paths:
+            text = ast.get_docstring(ast.parse(path.read_text())) or ""
+            for other in paths:
+                dotted = ".".join(("pipeline", *other.relative_to(PACKAGE).with_suffix("").parts))
+                if other != path and dotted not in text:
+                    unexplained.append(f"{path.relative_to(PACKAGE)} -> {dotted}")
+    assert unexplained == []

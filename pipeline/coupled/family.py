@@ -6,6 +6,8 @@ Chain i moves by ``P(x'_i | x) = (1 - eps) A_i[x_i] + eps / (k - 1) sum_{j != i}
 chosen uniformly. ``eps = 0`` makes k independent chains. Every row of ``A_i``, ``B_ij``,
 the priors and the emissions is a symmetric Dirichlet(``alpha``) draw, seeded by
 ``(seed, stream, chain, source)``, so a model is the same whatever ``eps`` or ``observe``.
+
+Its namesake ``pipeline.models.family`` defines the interface this family has.
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ Two partitions of the training words:
 >>> blocks = blocks_of(np.array([1, 0, 1]), states=2)
 >>> blocks.n_states, blocks.order.tolist(), blocks.position.tolist()
 (4, [1, 0, 2], [0, 0, 1])
+
+Its namesake ``pipeline.sweep.config.clusters`` is about Dask clusters; these are clusters
+of words.
 """
 
 from __future__ import annotations

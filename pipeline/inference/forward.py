@@ -4,6 +4,10 @@ belief pruning.
 Belief pruning (``prune=p``, the "top-p states" method) keeps, after each step's
 conditioning, the most probable states until their mass reaches ``p`` and renormalises, so
 the next step reads only the rows of the kept states.
+
+Its namesakes: ``pipeline.kernels.forward`` (the compiled recursion this module calls) and
+``pipeline.kinds.methods.modes.forward`` (the methods sweep's modes that run this one); all
+three are the forward recursion, at three layers.
 """
 
 from __future__ import annotations

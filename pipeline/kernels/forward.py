@@ -29,6 +29,10 @@ The layouts, their steps and the recursions stay in this one module, longer than
 package's others: numba's cache checks only the source file of the cached function, so a
 step moved to another file could be edited while a stale compiled recursion that inlined
 it still loads from the cache.
+
+Its namesakes: ``pipeline.inference.forward`` (prediction and filtering over any format,
+checked, which calls these kernels) and ``pipeline.kinds.methods.modes.forward`` (the
+methods sweep's forward modes); all three are the forward recursion, at three layers.
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ A caller's ``p`` or ``k`` becomes a rule's target through ``mass_target`` or
 ``count_target``, the one check in this package: the rules and what reaching them means
 (``TOLERANCE``) stay in one place for top-p and top-k (``pipeline.methods``) and for
 belief pruning (``prune``, run by ``pipeline.inference``).
+
+Its namesake ``pipeline.methods.select`` builds the truncated matrices from these kernels'
+choices.
 """
 
 from __future__ import annotations

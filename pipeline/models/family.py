@@ -2,6 +2,9 @@
 
 Every built-in family is a module with this interface, and so is a plug-in family
 (entry-point group ``pipeline.families``, see ``pipeline.plugins``).
+
+Its namesake ``pipeline.coupled.family`` is one family (the coupled chains), which has this
+interface.
 """
 
 from __future__ import annotations

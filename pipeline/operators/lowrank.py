@@ -12,6 +12,9 @@ band and kernel together; the band's entries replace the kernel's there.
 Without a band it is the plain product ``left @ right.T``. A step computes
 ``(belief @ left) @ right.T`` (two thin BLAS products) and corrects the
 band's positions with a sparse scatter, O(n (F + delta)).
+
+Its namesake ``pipeline.methods.lowrank`` is the approximation method that fits a matrix of
+this format to any model.
 """
 
 from __future__ import annotations

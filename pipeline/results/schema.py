@@ -2,6 +2,9 @@
 ``status_variables``, ``Record``, ``Schema``) and the helpers of its summary table. Imports
 neither Hydra nor Dask, and nothing of ``pipeline`` but the standard library and numpy: every
 kind's ``results`` module is built on it.
+
+Its namesake ``pipeline.sweep.config.schema`` is the schema of a sweep's config; this one is
+the schema of its store.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """The ``cluster`` config group: ``dask_cluster.yaml``'s entries read as options of their
 back-end's schema (``pipeline.sweep.backends``), whether TLS is on, and the checks of a
-cluster's keys every back-end shares."""
+cluster's keys every back-end shares.
+
+Its namesake ``pipeline.hmmlm.clusters`` is about clusters of words; these are Dask
+clusters.
+"""
 
 from __future__ import annotations
 

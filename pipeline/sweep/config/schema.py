@@ -2,7 +2,11 @@
 ``conf/config.yaml`` over, the engine's keys and those of every installed kind
 (``sweep_config``: each kind's ``CONFIG``, ``pipeline.kinds.<kind>.config``). OmegaConf
 checks types and rejects unknown keys; the numbers' ranges are declared on the fields,
-``ranged``, and checked by ``validation.check_ranges``; the kinds check the rest."""
+``ranged``, and checked by ``validation.check_ranges``; the kinds check the rest.
+
+Its namesake ``pipeline.results.schema`` is the schema of a sweep's store; this one is the
+schema of its config.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,10 @@ they fit a history's memory (``base.history_steps``), else writes them to the wo
 (``base.Disk``); a cell holds its approximate run against the exact one a chunk of steps at
 a time, each step reduced as it goes: TV, the errors each step adds (the online certificate
 of the prediction error), the work of a step and the evidence.
+
+Its namesakes: ``pipeline.inference.forward`` (the filtering these modes run) and
+``pipeline.kernels.forward`` (its compiled recursion); all three are the forward recursion,
+at three layers.
 """
 
 from __future__ import annotations
