@@ -33,7 +33,7 @@ from pipeline.models import (
     uniform,
     weather,
 )
-from pipeline.models.family import Family, ParameterError
+from pipeline.models.family import Family, Members, ParameterError
 from pipeline.plugins import PluginError, Registry
 
 STATE_BYTES = 24
@@ -59,9 +59,10 @@ FAMILIES = Registry[Family]("model family", "pipeline.families", BUILTIN)
 """Family name -> its ``Family``: the built-ins, then plug-ins (``pipeline.plugins``)."""
 
 
-def _family(family: str) -> Family:
-    """The family of that name; ``ValueError`` naming the allowed ones, ``PluginError``."""
-    return FAMILIES.lookup(family)
+def _family(family: str) -> Members:
+    """The family of that name, its optional members at their defaults (``Members``);
+    ``ValueError`` naming the allowed ones, ``PluginError``."""
+    return Members.of(FAMILIES.lookup(family))
 
 
 def family_parameters(family: str) -> dict[str, object]:
@@ -76,18 +77,18 @@ def family_parameters(family: str) -> dict[str, object]:
 
 def seeded(family: str) -> bool:
     """Whether ``family``'s models depend on the seed (``SEEDED``, default true)."""
-    return getattr(_family(family), "SEEDED", True)
+    return _family(family).seeded
 
 
 def gamma_exact_max_states(family: str) -> float:
     """The most states for which ``family``'s exact minimal mixing rate is feasible
     (``GAMMA_EXACT_MAX_STATES``, default unlimited)."""
-    return getattr(_family(family), "GAMMA_EXACT_MAX_STATES", float("inf"))
+    return _family(family).gamma_exact_max_states
 
 
 def fixed_size(family: str, **params) -> int | None:
     """The number of states ``params`` fix (a model read from a file: ``size``), else None."""
-    size = getattr(_family(family), "size", None)
+    size = _family(family).size
     return None if size is None else int(size(**params))
 
 
@@ -97,7 +98,7 @@ def check_model(family: str, n_states: int, **params) -> None:
 
     Cheap: nothing is built and no corpus is read.
     """
-    module = _family(family)
+    members = _family(family)
     allowed = family_parameters(family)
     unknown = sorted(set(params) - set(allowed))
     if unknown:
@@ -108,9 +109,7 @@ def check_model(family: str, n_states: int, **params) -> None:
         )
     if isinstance(n_states, bool) or int(n_states) != n_states or n_states < 2:
         raise ParameterError("n_states", f"n_states must be an integer >= 2, got {n_states!r}")
-    check = getattr(module, "check", None)
-    if check is not None:
-        check(int(n_states), **params)
+    members.check(int(n_states), **params)
 
 
 def verify_model(family: str, n_states: int, **params) -> None:
@@ -118,15 +117,13 @@ def verify_model(family: str, n_states: int, **params) -> None:
     valid model: the family's ``verify``, which reads what ``build`` reads (a model file in
     full), else its cheap ``check``."""
     check_model(family, n_states, **params)
-    verify = getattr(_family(family), "verify", None)
-    if verify is not None:
-        verify(int(n_states), **params)
+    _family(family).verify(int(n_states), **params)
 
 
 def model_bytes(family: str, **params) -> int | None:
     """The memory of ``family``'s model in a worker, from its ``model_bytes`` (a model file's
     headers), or None where the family gives none."""
-    estimate = getattr(_family(family), "model_bytes", None)
+    estimate = _family(family).model_bytes
     return None if estimate is None else int(estimate(**params))
 
 
@@ -134,7 +131,7 @@ def model_fingerprint(family: str, **params) -> str | None:
     """What identifies ``family``'s model beyond ``params``: a plug-in's package and version,
     and the family's own ``fingerprint`` (a model file's content hash); None where the
     parameters say it all (a built-in family without a fingerprint)."""
-    fingerprint = getattr(_family(family), "fingerprint", None)
+    fingerprint = _family(family).fingerprint
     parts = [FAMILIES.origin(family), None if fingerprint is None else str(fingerprint(**params))]
     found = [part for part in parts if part is not None]
     return ", ".join(found) if found else None

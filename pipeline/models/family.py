@@ -9,6 +9,8 @@ interface.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pipeline.hmm import HMM
@@ -55,3 +57,39 @@ class Family(Protocol):
     # ``*args: Any, **params: Any`` stands for a family's own keyword-only parameters: a type
     # checker takes it for any ``build`` that starts with ``n_states`` and ``seed``
     def build(self, n_states: int, seed: int = 0, *args: Any, **params: Any) -> HMM: ...
+
+
+def _nothing(n_states: int, **params: Any) -> None:
+    """What a family without ``check`` or ``verify`` checks: nothing beyond ``build``'s own."""
+
+
+@dataclass(frozen=True)
+class Members:
+    """A family's module read once (``of``), its optional members at their defaults
+    (``Family`` lists them): the one place that reads what a family may leave out."""
+
+    build: Callable[..., HMM]
+    check: Callable[..., None] = _nothing
+    verify: Callable[..., None] = _nothing
+    size: Callable[..., int] | None = None  # None: any number of states
+    model_bytes: Callable[..., int] | None = None  # None: measured by building small models
+    fingerprint: Callable[..., str] | None = None  # None: the parameters say it all
+    seeded: bool = True
+    gamma_exact_max_states: float = float("inf")
+
+    @staticmethod
+    def of(family: Any) -> Members:
+        """The members of a family module (or any object with the ``Family`` interface)."""
+        given = {name: getattr(family, name) for name in _OPTIONAL if hasattr(family, name)}
+        return Members(
+            build=family.build,
+            **given,
+            **{name.lower(): getattr(family, name) for name in _FLAGS if hasattr(family, name)},
+        )
+
+
+_OPTIONAL = ("check", "verify", "size", "model_bytes", "fingerprint")
+"""A family's optional functions (``Family``)."""
+
+_FLAGS = ("SEEDED", "GAMMA_EXACT_MAX_STATES")
+"""A family's optional constants (``Family``), ``Members``' fields in lower case."""

@@ -4,12 +4,15 @@ for built deterministically from the seed, and inference on a sequence the model
 
 A new family adds its parameters to ``PARAMETERS``."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from pipeline.hmmlm import saved
 from pipeline.hmmlm.parameters import initial
-from pipeline.models import BUILTIN, build_model
+from pipeline.models import BUILTIN, build_model, weather
 from pipeline.models import file as file_family
+from pipeline.models.family import Members
 from pipeline.testing import families
 
 PARAMETERS = {
@@ -63,3 +66,15 @@ def test_every_family_passes_the_contract(family, check, files):
 def test_the_contract_names_a_parameter_the_family_lacks():
     with pytest.raises(AssertionError, match=r"^bell has no parameters \['nope'\]$"):
         families.check_interface("bell", 12, nope=1)
+
+
+def test_a_family_that_gives_only_build_gets_every_default():
+    """``Members.of`` reads a family's optional members once: a module with ``build`` alone
+    checks nothing more, fixes no size, is seeded, and has no limit on the exact gamma."""
+    bare = Members.of(SimpleNamespace(build=weather.build))
+    assert bare.check(6) is None and bare.verify(6) is None
+    assert bare.size is None and bare.model_bytes is None and bare.fingerprint is None
+    assert bare.seeded and bare.gamma_exact_max_states == float("inf")
+    read = Members.of(file_family)  # a family that gives them: its own
+    assert read.seeded is False and read.size is file_family.size
+    assert read.verify is file_family.verify
