@@ -101,13 +101,21 @@ class LowRankBlocks(NamedTuple):
 class Transitions(NamedTuple):
     """Per transition ``t - 1 -> t`` of a batch (N = B (T - 1) of them, sequence by sequence).
 
-    source : (N,) int64 cluster c_{t-1}.
-    target : (N,) int64 cluster c_t.
-    before : (N, k) alpha_{t-1} over the states of c_{t-1}.
-    after : (N, k) g_t over the states of c_t.
-    y : (N, F) alpha_{t-1} L[c_{t-1}], the transitions sorted by ``target`` (stably); low
+    Attributes
+    ----------
+    source
+        (N,) int64, the cluster c_{t-1}.
+    target
+        (N,) int64, the cluster c_t.
+    before
+        (N, k), alpha_{t-1} over the states of c_{t-1}.
+    after
+        (N, k), g_t over the states of c_t.
+    y
+        (N, F), alpha_{t-1} L[c_{t-1}], the transitions sorted by ``target`` (stably); low
         rank only ((N, 0) for dense blocks).
-    q : (N, F) g_t R[c_t], the transitions sorted by ``source`` (stably); low rank only.
+    q
+        (N, F), g_t R[c_t], the transitions sorted by ``source`` (stably); low rank only.
     """
 
     source: np.ndarray
