@@ -106,6 +106,22 @@ def nothing(steps: int, **given) -> dict[str, Any]:
     } | given
 
 
+def posterior_measures(
+    tv: np.ndarray, log_evidence: float, approximate_log_evidence: float, zero_evidence: int
+) -> dict[str, Any]:
+    """What a mode measuring posteriors against its exact run stores: ``tv`` (steps,) of every
+    step, its worst, the exact log evidence and the approximation's error in it, and the
+    count of steps of zero evidence; every other measure NaN (``nothing``)."""
+    return nothing(
+        tv.size,
+        tv=tv,
+        tv_max=float(tv.max()),
+        log_evidence=log_evidence,
+        log_evidence_error=approximate_log_evidence - log_evidence,
+        zero_evidence=zero_evidence,
+    )
+
+
 def at_end(seconds: float, steps: int) -> np.ndarray:
     """A run's clock as the store keeps it (cumulative per step) for a run without a clock
     per step: only its whole time, at the last step."""

@@ -35,6 +35,7 @@ from pipeline.kinds.methods.modes.base import (
     Mode,
     history_steps,
     nothing,
+    posterior_measures,
     reading,
     timed_whole,
 )
@@ -162,14 +163,7 @@ class FixedLag(Mode):
             if reference is None
             else total_variation(reference, approx.posteriors)
         )
-        return nothing(
-            steps,
-            tv=tv,
-            tv_max=float(tv.max()),
-            log_evidence=log_evidence,
-            log_evidence_error=approx.log_evidence - log_evidence,
-            zero_evidence=approx.zero_evidence.size,
-        )
+        return posterior_measures(tv, log_evidence, approx.log_evidence, approx.zero_evidence.size)
 
     def run(self, hmm: HMM, observed: np.ndarray, prune: float) -> np.ndarray:
         return timed_whole(lambda: self._posteriors(hmm, observed), observed.size)

@@ -25,6 +25,7 @@ from pipeline.kinds.methods.modes.base import (
     Mode,
     history_steps,
     nothing,
+    posterior_measures,
     reading,
     span_list,
     timed_whole,
@@ -104,14 +105,7 @@ class Smooth(Mode):
                 if reference is not None:  # else no exact run: no error to measure
                     tv[part.start : stop] = total_variation(reference, part.posteriors)
                 last = part
-        return nothing(
-            steps,
-            tv=tv,
-            tv_max=float(tv.max()),
-            log_evidence=log_evidence,
-            log_evidence_error=last.log_evidence - log_evidence,
-            zero_evidence=last.zero_evidence.size,
-        )
+        return posterior_measures(tv, log_evidence, last.log_evidence, last.zero_evidence.size)
 
     def run(self, hmm: HMM, observed: np.ndarray, prune: float) -> np.ndarray:
         """One smoothing run, segment by segment as the accuracy pass does: its whole time."""
