@@ -17,6 +17,14 @@ either as one such fused task or as its plan's tasks. Keys name the work and
 carry a token of the grid and the timing, so two sweeps on one scheduler never
 share a result by accident, while resubmitting the same sweep reuses what is
 there.
+
+Models too large to be held side by side run one after the other: a worker keeps a model
+and its approximations from their builds until the model's last cell is done, and two
+such models at once pause the worker for memory (distributed stops starting tasks at 80%
+of its limit) or run it out of it. So where what the models submitted since the last such
+wait hold together (``submit``'s ``held``) passes the cluster's memory, the next model's
+build waits for all their cells, and a model's cells keep their own errors
+(``CellError``) so that one cell's exception does not fail the models after it.
 """
 
 from __future__ import annotations
@@ -63,15 +71,17 @@ def model_plan(
     settings: Settings,
     *,
     run_cell: Callable = tasks.run_cell,
+    after: tuple = (),
 ) -> dict[Cell, Delayed]:
     """The delayed result of each of ``cells``, all of the model ``spec`` (any seeds), each
-    computed by ``run_cell`` (``tasks.run_cell``'s signature)."""
+    computed by ``run_cell`` (``tasks.run_cell``'s signature), the model built after the
+    tasks (futures) ``after``."""
 
     def key(*parts) -> str:
         return "-".join(str(part) for part in (*parts, settings.token))
 
     point = (spec.family, spec.n_states, spec.seed)
-    model = delayed(tasks.build)(spec, dask_key_name=key("model", *point))
+    model = delayed(tasks.build)(spec, *after, dask_key_name=key("model", *point))
     limit = min(settings.gamma_exact_max_states, gamma_exact_max_states(spec.family))
     exact_gamma = spec.n_states <= limit
     parts = gamma_parts(spec.n_states) if exact_gamma else 0
@@ -191,18 +201,25 @@ def submit(
     settings: Settings,
     fuse_states: int,
     reserve: Callable[[records.ModelSpec, list[Cell]], dict | None] = lambda spec, cells: None,
+    held: Callable[[records.ModelSpec, list[Cell]], int] = lambda spec, cells: 0,
+    memory: int | None = None,
 ) -> dict[Future, list[Cell]]:
     """Submit everything ``cells`` need; return each future with the cells it computes.
 
-    A future's result is a cell's results (``tasks.run_cell``'s mapping), or a list of
-    them (one per cell, in order) for a fused model. Only these futures are returned: shared
-    intermediate results are released as soon as the cells that need them
-    finish. Models are submitted one after the other, so earlier ones finish first.
-    ``reserve(spec, cells)`` gives the worker resources each of a model's tasks holds while
-    it runs (None: nothing reserved).
+    A future's result is a cell's results (``tasks.run_cell``'s mapping, or its
+    ``CellError``), or a list of them (one per cell, in order) for a fused model. Only these
+    futures are returned: shared intermediate results are released as soon as the cells
+    that need them finish. Models are submitted one after the other, so earlier ones finish
+    first. ``reserve(spec, cells)`` gives the worker resources each of a model's tasks holds
+    while it runs (None: nothing reserved); ``held(spec, cells)`` the bytes a model and its
+    approximations take while its cells run: where those of the models since the last wait
+    pass ``memory`` (the cluster's, None: never), the next model waits for their cells
+    (the module's docstring).
     """
     settings = replace(settings, token=tokenize(grid.fingerprint(), settings)[:10])
     futures: dict[Future, list[Cell]] = {}
+    waited: list[Future] = []  # the cells of the models since the last wait
+    holding = 0
     for spec, model_cells in by_model(grid, cells):
         if spec.n_states <= fuse_states:
             key = f"model-cells-{spec.family}-{spec.n_states}-{spec.seed}-{tokenize(model_cells)}"
@@ -215,11 +232,23 @@ def submit(
             )
             futures[future] = model_cells
             continue
-        plan = model_plan(spec, model_cells, settings)
+        size = held(spec, model_cells)
+        after: tuple = ()
+        if memory is not None and waited and holding + size > memory:
+            after, waited, holding = tuple(waited), [], 0
+        plan = model_plan(
+            spec,
+            model_cells,
+            settings,
+            run_cell=functools.partial(_kept, tasks.run_cell),
+            after=after,
+        )
         computed = client.compute(
             list(plan.values()),
             optimize_graph=False,
             resources=reserve(spec, model_cells),
         )
         futures.update({future: [cell] for future, cell in zip(computed, plan, strict=True)})
+        waited += computed
+        holding += size
     return futures

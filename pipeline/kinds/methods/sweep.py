@@ -221,29 +221,36 @@ def submit(
 ) -> dict[Future, list[Cell]]:
     """Every model's plan (``plan.submit``): a future's result is one cell's, or a fused
     model's list of them. Where the workers declare their memory (``cluster.MEMORY``: the
-    clusters the sweep starts), each task of a model reserves the estimate of its largest
-    cell or timing task, so cells that would not fit side by side never run on one worker
-    (conservative where two tasks share a model: a worker holds every approximation of a
-    model its tasks wait for, and two models' tasks side by side ran a 24 GiB worker out of
-    memory at 10^7 states when only their approximations and beliefs were reserved)."""
+    clusters the sweep starts), each cell reserves the estimate of its model's largest cell
+    or timing task, so cells that would not fit side by side never run on one worker
+    (conservative where two cells share a model: a worker holds every approximation of a
+    model its tasks wait for), and models whose timing tasks' estimates (the model and every
+    approximation) pass the workers' memory together run one after the other: two models'
+    tasks side by side ran a 24 GiB worker out of memory at 10^7 states when only their
+    approximations and beliefs were reserved, and paused it for memory 84 times when only
+    their cells were."""
     budget = memory_resource(client)
+    params, steps = grid.params, grid.horizon + 1
 
-    def reserve(spec, model_cells: list[Cell]) -> dict | None:
-        params, steps = grid.params[spec.family], grid.horizon + 1
-        found = [
-            memory.estimate(
-                spec.family, spec.n_states, params, c.method, c.setting, steps, mode=c.mode
-            )
-            for c in model_cells
-        ]
+    def held(spec, model_cells: list[Cell]) -> int:
         variants = list(dict.fromkeys((c.method, c.setting) for c in model_cells))
         modes = tuple(dict.fromkeys(c.mode for c in model_cells))
-        timing = memory.timing_estimate(
-            spec.family, spec.n_states, params, variants, steps, modes=modes
+        return memory.timing_estimate(
+            spec.family, spec.n_states, params[spec.family], variants, steps, modes=modes
         )
-        largest = max([f.total for f in found if f] + [timing], default=0)
+
+    def reserve(spec, model_cells: list[Cell]) -> dict | None:
+        found = [
+            memory.estimate(
+                spec.family, spec.n_states, params[spec.family], c.method, c.setting, steps,
+                mode=c.mode,
+            )
+            for c in model_cells
+        ]  # fmt: skip
+        largest = max([f.total for f in found if f] + [held(spec, model_cells)], default=0)
         return {MEMORY: min(largest, budget)} if budget and largest else None
 
+    workers = len(client.scheduler_info()["workers"])
     return plan.submit(
         client,
         grid,
@@ -251,4 +258,6 @@ def submit(
         settings=plan_settings(grid),
         fuse_states=grid.fuse_states,
         reserve=reserve,
+        held=held,
+        memory=budget * workers if budget else None,
     )

@@ -34,8 +34,10 @@ SAMPLING_STREAM = 0x5EED
 """Mixed into the seed of the observation sampler, apart from the model's own draws."""
 
 
-def build(spec: ModelSpec) -> Model:
-    """The exact model of a grid point, timed after its warm-up (``timing.once``)."""
+def build(spec: ModelSpec, *after) -> Model:
+    """The exact model of a grid point, timed after its warm-up (``timing.once``). ``after``:
+    the results of the tasks it waits for (``plan.submit``'s models that do not fit beside
+    it), unused."""
     return Model(
         *once(lambda: build_model(spec.family, spec.n_states, seed=spec.seed, **spec.params))
     )

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from pipeline.inference import decoder
-from pipeline.kinds.methods import memory, spilled, tasks
+from pipeline.kinds.methods import memory, plan, spilled, tasks
 from pipeline.kinds.methods.modes import base, decode, lookup, smooth
-from pipeline.kinds.methods.sweep import check_memory
+from pipeline.kinds.methods.sweep import check_memory, plan_settings
 from pipeline.methods import approximate
 from pipeline.models import build_model
 from pipeline.sweep.cluster import MEMORY, connect, memory_resource, worker_memory
@@ -116,6 +116,70 @@ def test_a_large_cells_tasks_reserve_their_estimate_of_a_workers_declared_memory
     assert small and all(not held[key] for key in small)  # 20 states: nothing reserved
     big = [key for key in held if "-5000-" in key]
     assert big and all(held[key] == {MEMORY: large.total} for key in big)
+
+
+def test_models_too_large_to_be_held_side_by_side_run_one_after_the_other(three_gib):
+    """Where two models' holdings pass the cluster's memory, the second model's build waits
+    for every cell of the first (a dependency in the graph the scheduler has); models that
+    fit together do not wait. Every cell's values are those of the same grid
+    computed without waiting."""
+    client = three_gib
+    cfg = composed(
+        *THREE_GIB,
+        "methods.grid.families=[dirichlet]",
+        "methods.grid.n_states=[40,50]",
+        "methods.grid.methods={topp:[0.9]}",
+        "methods.grid.modes=[predict,filter]",
+        "methods.grid.seeds=[0]",
+        "methods.grid.horizon=6",
+        "methods.fuse_states=0",
+        "methods.timing.enabled=false",
+    )
+    kind = validate(cfg)
+    grid = kind.grid(cfg)
+    cells = grid.cells()
+    settings = plan_settings(grid)
+
+    def submitted(memory):
+        futures = plan.submit(
+            client, grid, cells, settings=settings, fuse_states=0,
+            held=lambda spec, cells: 2 * 2**30, memory=memory,
+        )  # fmt: skip
+        models = {}
+        for _ in range(100):  # until the scheduler has the graph
+            models = client.run_on_scheduler(
+                lambda dask_scheduler: {
+                    key: sorted(str(d.key) for d in task.dependencies)
+                    for key, task in dask_scheduler.tasks.items()
+                    if str(key).startswith("model-")
+                }
+            )
+            if len(models) == 2:
+                break
+            time.sleep(0.1)
+        results = {cell: future.result(timeout=60) for future, (cell,) in futures.items()}
+        return models, results
+
+    waiting, gated = submitted(3 * 2**30)
+    first = {str(k): v for k, v in waiting.items() if "-40-" in str(k)}
+    second = {str(k): v for k, v in waiting.items() if "-50-" in str(k)}
+    assert list(first.values()) == [[]]
+    [after] = second.values()
+    assert len(after) == 2 and all(key.startswith("cell-dirichlet-40-") for key in after)
+    client.cancel(list(client.futures))
+    for _ in range(100):  # until the scheduler has forgotten them
+        if not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
+            break
+        time.sleep(0.1)
+    free, ungated = submitted(None)
+    assert all(not dependencies for dependencies in free.values())
+    for cell, record in gated.items():
+        for name in VALUES:
+            np.testing.assert_array_equal(getattr(record, name), getattr(ungated[cell], name))
+
+
+VALUES = ("tv", "certificate", "eps", "sparsity", "log_evidence")
+"""Value variables of a methods cell, compared between two ways of scheduling it."""
 
 
 class Held:
