@@ -42,7 +42,7 @@ def interrupted(source, path, fraction: float, *overrides: str):
 def test_a_store_interrupted_at_a_third_is_reported_as_far_as_it_is_finished(
     smoke, tmp_path, capsys
 ):
-    store = interrupted(smoke[0], tmp_path / "r.zarr", 1 / 3, "grid.families=[bell]")
+    store = interrupted(smoke[0], tmp_path / "r.zarr", 1 / 3, "methods.grid.families=[bell]")
     assert int(xr.open_zarr(store).done.sum()) == 32 and not damage(store)
     assert main([str(store)]) == 0
     assert capsys.readouterr().err == ""
@@ -63,11 +63,11 @@ def test_a_store_interrupted_at_a_third_is_reported_as_far_as_it_is_finished(
 
 
 def test_a_sweep_without_timings_is_reported(client, tmp_path):
-    untimed = [*TINY, "grid.families=[bell]", "grid.n_states=[20]", "timing.enabled=false"]
+    untimed = [*TINY, "methods.grid.families=[bell]", "grid.n_states=[20]", "timing.enabled=false"]
     ds = run([*untimed, f"store={tmp_path / 'r.zarr'}"], client=client)
     assert int(ds.done.sum()) == 48 and bool(ds.runtime_approx.isnull().all())
     written = analyze(ds)
     text = written.report.read_text()
     assert "- cells done: 48 of 48" in text and "This store is not finished" not in text
-    assert "No done cell was timed (a sweep with timing.enabled=false)" in text
+    assert "No done cell was timed (a sweep with methods.timing.enabled=false)" in text
     assert all(figure.is_file() for figure in written.figures)

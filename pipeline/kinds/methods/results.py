@@ -455,7 +455,7 @@ def noise_lines(last: xr.Dataset) -> list[str]:
     if float(last["repeats"].where(done).max()) <= 1:  # NaN where none is stored: the spread
         return [
             "speedups are ratios of runs made moments apart: compare them within this run "
-            "only. Each was timed once (timing.repeats=1), so nothing here says how noisy "
+            "only. Each was timed once (methods.timing.repeats=1), so nothing here says how noisy "
             "they are."
         ]
     return [

@@ -274,8 +274,8 @@ def _partial_lines(ds: xr.Dataset, done: int, cells: int) -> list[str]:
         )
     if done and not bool(np.isfinite(ds["runtime_approx"].where(ds["done"])).any()):
         lines.append(
-            "No done cell was timed (a sweep with timing.enabled=false): runtimes, speedups "
-            "and the runtime fronts are empty; errors, bounds and sizes are complete."
+            "No done cell was timed (a sweep with methods.timing.enabled=false): runtimes, "
+            "speedups and the runtime fronts are empty; errors, bounds and sizes are complete."
         )
     return [*lines, ""] if lines else []
 
