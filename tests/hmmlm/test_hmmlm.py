@@ -1,6 +1,7 @@
 """HMM LM training: the evidence against brute-force enumeration, every gradient against
 finite differences, the kernel matrix against its formula, and training that learns."""
 
+import copy
 import itertools
 import subprocess
 import sys
@@ -179,6 +180,28 @@ def test_a_decaying_rate_restores_the_best_epoch_where_a_constant_one_diverges()
     assert constant[1] > 2 * constant[0] and constant[1:].min() > 0.9 * constant[0]
     assert decayed.min() < constant.min() - 0.5
     assert perplexity(runs[1].parameters, sequences[200:]) == pytest.approx(decayed.min())
+
+
+def test_a_continued_model_goes_on_past_a_worse_first_epoch_and_never_ends_worse():
+    """A model trained at a moderate rate, then carried on at a rate too high for it (2.0):
+    its first epochs are worse than where it started. Without ``continued`` patience 2
+    stops it there and returns the start; with it (a grown model's run) the epochs are
+    compared with one another, so it goes on, and the result is the best validation model,
+    the start included."""
+    sequences = _sticky()[0]
+    tokens, held_out = sequences[:200].reshape(20, -1), sequences[200:]
+    p = initial("kernel", 4, 6, seed=1, n_features=4, dim=3, delta=1)
+    trained = train(p, tokens, held_out, Schedule(10, length=24, learning_rate=0.1)).parameters
+    schedule = Schedule(8, patience=2, length=24, learning_rate=2.0, decay=0.25, clip=None)
+    plain = train(copy.deepcopy(trained), tokens, held_out, schedule)
+    carried = train(copy.deepcopy(trained), tokens, held_out, schedule, continued=True)
+    assert np.array_equal(plain.perplexity[:2], carried.perplexity[:2])
+    assert plain.perplexity[1] > plain.perplexity[0]  # the first epoch is worse
+    assert plain.stopped == "patience" and len(plain.epoch_seconds) == 2
+    assert len(carried.epoch_seconds) > 2
+    curve = carried.perplexity
+    assert curve[carried.best_epoch] == curve.min() <= curve[0]
+    assert perplexity(carried.parameters, held_out) == pytest.approx(curve.min())
 
 
 def test_a_steps_gradient_norm_is_clipped():

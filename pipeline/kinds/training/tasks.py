@@ -196,6 +196,7 @@ def _train_cell(
         blocks=blocks,
         state_dropout=settings.state_dropout,
         seed=cell.seed,
+        continued=bool(parent),
         on_epoch=lambda epoch, ppl: cell_says(
             f"{cell.parameterisation} n={cell.n_states} seed {cell.seed}",
             f"epoch {epoch}/{settings.max_epochs}, validation perplexity {ppl:.5g}",
