@@ -35,7 +35,7 @@ import numpy as np
 
 from pipeline.coupled import meanfield
 from pipeline.coupled.model import CoupledHMM
-from pipeline.kernels import maxplus
+from pipeline.kernels import maxproduct
 
 MAX_ITERATIONS = 100
 """Stop after this many cycles over the chains, converged or not."""
@@ -61,7 +61,9 @@ def _viterbi(log_prior, log_transitions, log_scores) -> np.ndarray:
         scores = delta[:, None] + log_transitions[t - 1]
         back[t] = scores.argmax(axis=0)
         delta = scores[back[t], np.arange(n)] + log_scores[t]
-    return maxplus.backtrack(back, int(delta.argmax()))
+    path = np.empty(steps, dtype=np.int64)
+    maxproduct.backtrack(back, int(delta.argmax()), path)
+    return path
 
 
 def _alone(model: CoupledHMM, i: int, observations) -> np.ndarray:

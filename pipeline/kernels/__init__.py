@@ -9,9 +9,7 @@
 - ``draw``: inverse-CDF draws from the stored entries of CSR rows;
 - ``select``: per-row selection for top-p (a mass to reach) and top-k (a count), and
   the checked targets a ``p`` or a ``k`` becomes (``mass_target``, ``count_target``);
-- ``gamma``: the minimal mixing rate's pair search and the Doeblin bound;
-- ``maxplus``: the backtrack of a Viterbi table, for the coupled models' chain-wise
-  Viterbi (``pipeline.coupled.viterbi``).
+- ``gamma``: the minimal mixing rate's pair search and the Doeblin bound.
 
 Callers (``pipeline.operators``, ``pipeline.methods``, ``pipeline.inference``)
 check their inputs and pick the kernel; kernels trust what they are given.

@@ -221,14 +221,16 @@ def submit(
 ) -> dict[Future, list[Cell]]:
     """Every model's plan (``plan.submit``): a future's result is one cell's, or a fused
     model's list of them. Where the workers declare their memory (``cluster.MEMORY``: the
-    clusters the sweep starts), each cell reserves the estimate of its model's largest cell
-    or timing task, so cells that would not fit side by side never run on one worker
-    (conservative where two cells share a model: a worker holds every approximation of a
-    model its tasks wait for), and models whose timing tasks' estimates (the model and every
+    clusters the sweep starts), every task of a model reserves the estimate of its largest
+    cell or timing task (at most a worker's memory: ``client.compute`` gives a graph's
+    resources to all its tasks), so tasks that would not fit side by side never run on one
+    worker (conservative where two tasks share a model: a worker holds every approximation
+    of a model its tasks wait for; at 10^7 states the peaked model's tasks run one at a
+    time), and models whose timing tasks' estimates (the model and every
     approximation) pass the workers' memory together run one after the other: two models'
     tasks side by side ran a 24 GiB worker out of memory at 10^7 states when only their
-    approximations and beliefs were reserved, and paused it for memory 84 times when only
-    their cells were."""
+    approximations and beliefs were reserved, and paused it for memory 84 times when their
+    reservations let them share it."""
     budget = memory_resource(client)
     params, steps = grid.params, grid.horizon + 1
 
@@ -242,11 +244,16 @@ def submit(
     def reserve(spec, model_cells: list[Cell]) -> dict | None:
         found = [
             memory.estimate(
-                spec.family, spec.n_states, params[spec.family], c.method, c.setting, steps,
+                spec.family,
+                spec.n_states,
+                params[spec.family],
+                c.method,
+                c.setting,
+                steps,
                 mode=c.mode,
             )
             for c in model_cells
-        ]  # fmt: skip
+        ]
         largest = max([f.total for f in found if f] + [held(spec, model_cells)], default=0)
         return {MEMORY: min(largest, budget)} if budget and largest else None
 
