@@ -9,7 +9,9 @@ two small sizes (``SMALL``) and extrapolated by the power law through them (``n`
 background, ``n^2`` for dense rows): any family and method, plug-ins included, without a
 formula of their own; a family whose parameters fix its model (a file) estimates it itself
 (``pipeline.models.model_bytes``, from the file's headers). The timing task of a model, mode
-and seed holds the exact model and every approximation it times (``timing_estimate``).
+and seed holds the exact model and every approximation it times (``timing_estimate``). What a
+model's tasks hold beyond the model and its approximations (``model_tasks``) is what each
+reserves of its worker while it runs (``sweep.reservations``).
 Other families' sizes up to
 ``ESTIMATED_FROM`` are not estimated: their cells are too small to matter.
 """
@@ -157,6 +159,53 @@ def timing_estimate(
     held = sizes[0][0] + sum(approximation for _, approximation in sizes)
     runs = max(run_bytes(m, steps, n_states) + likelihood_bytes(m, steps, n_states) for m in modes)
     return int(WORKER_BYTES + held + runs)
+
+
+class ModelTasks(NamedTuple):
+    """What the tasks of one model hold, in bytes: ``resident`` from the model's build until
+    its last cell is done (the worker's own ``WORKER_BYTES``, the model and the approximation
+    of every (method, setting) its cells need), and what each task holds beyond that while it
+    runs: the build what it makes (``model``), an approximation's build its approximation
+    (``approximation``, by (method, setting)), an exact reference, a timing task or the
+    mixing rate one run of its mode (``run``, by mode: ``run_bytes`` and the likelihoods), a
+    cell its mode's runs (``cell``, by (method, setting, mode): ``estimate``'s beliefs)."""
+
+    resident: int
+    model: int
+    approximation: dict[tuple[str, float], int]
+    run: dict[str, int]
+    cell: dict[tuple[str, float, str], int]
+
+
+def model_tasks(
+    family: str,
+    n_states: int,
+    params: dict,
+    cells: list[tuple[str, float, str]],
+    steps: int,
+) -> ModelTasks | None:
+    """``ModelTasks`` of the model of ``family`` and ``n_states`` whose cells are ``cells``
+    (method, setting, mode), or None where any of them is too small to estimate
+    (``estimate``)."""
+    variants = list(dict.fromkeys((method, setting) for method, setting, _ in cells))
+    found = {v: _model_and_approximation(family, n_states, params, *v) for v in variants}
+    if not found or any(f is None for f in found.values()):
+        return None
+    sizes = {v: f for v, f in found.items() if f is not None}
+    model = next(iter(sizes.values()))[0]
+    approximations = {v: int(approximation) for v, (_, approximation) in sizes.items()}
+    modes = dict.fromkeys(mode for _, _, mode in cells)
+    runs = {
+        mode: run_bytes(mode, steps, n_states) + likelihood_bytes(mode, steps, n_states)
+        for mode in modes
+    }
+    beliefs = {
+        (method, setting, mode): lookup(mode).held_runs * run_bytes(mode, steps, n_states)
+        + likelihood_bytes(mode, steps, n_states)
+        for method, setting, mode in cells
+    }
+    resident = WORKER_BYTES + model + sum(approximations.values())
+    return ModelTasks(int(resident), int(model), approximations, runs, beliefs)
 
 
 def total(spec, cell, steps: int) -> float:

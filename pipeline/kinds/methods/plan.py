@@ -21,18 +21,22 @@ there.
 Models too large to be held side by side run one after the other: a worker keeps a model
 and its approximations from their builds until the model's last cell is done, and two
 such models at once pause the worker for memory (distributed stops starting tasks at 80%
-of its limit) or run it out of it. So where what the models submitted since the last such
-wait hold together (``submit``'s ``held``) passes the cluster's memory, the next model's
-build waits for all their cells, and a model's cells keep their own errors
-(``CellError``) so that one cell's exception does not fail the models after it.
+of its limit) or run it out of it. So models go in groups, consecutive models whose
+holdings (``submit``'s ``held``) fit the cluster's memory together; each group's builds
+wait for all the cells of the group before it, and a model's cells keep their own errors
+(``CellError``) so that one cell's exception does not fail the models after it. Within a
+group, each task reserves a worker resource (``Reservations``, from ``submit``'s
+``reserve``) sized so that the tasks running side by side on a worker fit beside what its
+group holds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 import dask
 from dask import delayed
@@ -45,6 +49,19 @@ from pipeline.kinds.methods.grid import Cell, MethodsGrid
 from pipeline.models import gamma_exact_max_states, seeded
 from pipeline.sweep.failures import TRANSIENT, CellError
 from pipeline.sweep.timing import Timing
+
+
+@dataclass(frozen=True)
+class Reservations:
+    """The worker resources each task of one model holds while it runs (None: none): its
+    build's, its mixing rate's (every part), each approximation's build's by (method,
+    setting), an exact reference's or a timing task's by mode, each cell's."""
+
+    model: dict | None = None
+    gamma: dict | None = None
+    approximation: Mapping[tuple[str, float], dict] = field(default_factory=dict)
+    run: Mapping[str, dict] = field(default_factory=dict)
+    cell: Mapping[Cell, dict] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -72,83 +89,91 @@ def model_plan(
     *,
     run_cell: Callable = tasks.run_cell,
     after: tuple = (),
+    reserved: Reservations = Reservations(),
 ) -> dict[Cell, Delayed]:
     """The delayed result of each of ``cells``, all of the model ``spec`` (any seeds), each
     computed by ``run_cell`` (``tasks.run_cell``'s signature), the model built after the
-    tasks (futures) ``after``."""
+    tasks (futures) ``after``, each task reserving what ``reserved`` says."""
 
     def key(*parts) -> str:
         return "-".join(str(part) for part in (*parts, settings.token))
 
+    def holding(resources: dict | None):
+        """Tasks made in the block reserve ``resources`` (nothing where None)."""
+        return dask.annotate(resources=resources) if resources else contextlib.nullcontext()
+
     point = (spec.family, spec.n_states, spec.seed)
-    model = delayed(tasks.build)(spec, *after, dask_key_name=key("model", *point))
+    with holding(reserved.model):
+        model = delayed(tasks.build)(spec, *after, dask_key_name=key("model", *point))
     limit = min(settings.gamma_exact_max_states, gamma_exact_max_states(spec.family))
     exact_gamma = spec.n_states <= limit
     parts = gamma_parts(spec.n_states) if exact_gamma else 0
-    shares = [
-        delayed(tasks.mixing_part)(
-            model, part=k, parts=parts, dask_key_name=key(f"gamma-part{k}", *point)
+    with holding(reserved.gamma):
+        shares = [
+            delayed(tasks.mixing_part)(
+                model, part=k, parts=parts, dask_key_name=key(f"gamma-part{k}", *point)
+            )
+            for k in range(parts)
+        ]
+        mixed = delayed(tasks.mixing)(
+            model, *shares, exact=exact_gamma, dask_key_name=key("gamma", *point)
         )
-        for k in range(parts)
-    ]
-    mixed = delayed(tasks.mixing)(
-        model, *shares, exact=exact_gamma, dask_key_name=key("gamma", *point)
-    )
     run_exact = settings.exact_max_states is None or spec.n_states <= settings.exact_max_states
-    references = {
-        (mode, seed): delayed(tasks.reference)(
-            model,
-            mode=mode,
-            horizon=settings.horizon,
-            observe_every=settings.observe_every,
-            seed=seed,
-            run=run_exact,
-            dask_key_name=key("exact", spec.family, spec.n_states, seed, mode),
-        )
-        for mode, seed in dict.fromkeys((cell.mode, cell.seed) for cell in cells)
-    }
-    approximations = {
-        (method, setting): delayed(tasks.build_approximation)(
-            model,
-            method=method,
-            setting=setting,
-            dask_key_name=key("approximate", *point, method, setting),
-        )
-        for method, setting in dict.fromkeys((cell.method, cell.setting) for cell in cells)
-    }
+    references = {}
+    for mode, seed in dict.fromkeys((cell.mode, cell.seed) for cell in cells):
+        with holding(reserved.run.get(mode)):
+            references[mode, seed] = delayed(tasks.reference)(
+                model,
+                mode=mode,
+                horizon=settings.horizon,
+                observe_every=settings.observe_every,
+                seed=seed,
+                run=run_exact,
+                dask_key_name=key("exact", spec.family, spec.n_states, seed, mode),
+            )
+    approximations = {}
+    for method, setting in dict.fromkeys((cell.method, cell.setting) for cell in cells):
+        with holding(reserved.approximation.get((method, setting))):
+            approximations[method, setting] = delayed(tasks.build_approximation)(
+                model,
+                method=method,
+                setting=setting,
+                dask_key_name=key("approximate", *point, method, setting),
+            )
     which = {
         (mode, seed): tuple(
             dict.fromkeys((c.method, c.setting) for c in cells if (c.mode, c.seed) == (mode, seed))
         )
         for mode, seed in references
     }
-    timings = {
-        (mode, seed): delayed(timed.timed_runs)(
-            model,
-            references[mode, seed],
-            *(approximations[key] for key in which[mode, seed]),
-            which=which[mode, seed],
-            mode=mode,
-            timing=settings.timing,
-            dask_key_name=key("timing", spec.family, spec.n_states, seed, mode),
-        )
-        for mode, seed in references
-    }
-    return {
-        cell: delayed(run_cell)(
-            model,
-            approximations[cell.method, cell.setting],
-            references[cell.mode, cell.seed],
-            mixed,
-            timings[cell.mode, cell.seed],
-            which=(cell.method, cell.setting),
-            mode=cell.mode,
-            timing=settings.timing,
-            estimate=memory.total(spec, cell, settings.horizon + 1),
-            dask_key_name=key("cell", *cell),
-        )
-        for cell in cells
-    }
+    timings = {}
+    for mode, seed in references:
+        with holding(reserved.run.get(mode)):
+            timings[mode, seed] = delayed(timed.timed_runs)(
+                model,
+                references[mode, seed],
+                *(approximations[key] for key in which[mode, seed]),
+                which=which[mode, seed],
+                mode=mode,
+                timing=settings.timing,
+                dask_key_name=key("timing", spec.family, spec.n_states, seed, mode),
+            )
+    found = {}
+    for cell in cells:
+        with holding(reserved.cell.get(cell)):
+            found[cell] = delayed(run_cell)(
+                model,
+                approximations[cell.method, cell.setting],
+                references[cell.mode, cell.seed],
+                mixed,
+                timings[cell.mode, cell.seed],
+                which=(cell.method, cell.setting),
+                mode=cell.mode,
+                timing=settings.timing,
+                estimate=memory.total(spec, cell, settings.horizon + 1),
+                dask_key_name=key("cell", *cell),
+            )
+    return found
 
 
 def run_model(spec: records.ModelSpec, cells: list[Cell], settings: Settings) -> list:
@@ -200,7 +225,9 @@ def submit(
     *,
     settings: Settings,
     fuse_states: int,
-    reserve: Callable[[records.ModelSpec, list[Cell]], dict | None] = lambda spec, cells: None,
+    reserve: Callable[[records.ModelSpec, list[Cell], int], Reservations] = (
+        lambda spec, cells, resident: Reservations()
+    ),
     held: Callable[[records.ModelSpec, list[Cell]], int] = lambda spec, cells: 0,
     memory: int | None = None,
 ) -> dict[Future, list[Cell]]:
@@ -210,45 +237,67 @@ def submit(
     ``CellError``), or a list of them (one per cell, in order) for a fused model. Only these
     futures are returned: shared intermediate results are released as soon as the cells
     that need them finish. Models are submitted one after the other, so earlier ones finish
-    first. ``reserve(spec, cells)`` gives the worker resources each of a model's tasks holds
-    while it runs (None: nothing reserved); ``held(spec, cells)`` the bytes a model and its
-    approximations take while its cells run: where those of the models since the last wait
-    pass ``memory`` (the cluster's, None: never), the next model waits for their cells
-    (the module's docstring).
+    first. ``held(spec, cells)`` gives the bytes a model and its approximations take while
+    its cells run: consecutive models whose holdings fit ``memory`` (the cluster's, None:
+    no limit) make a group, whose builds wait for the cells of the group before it (the
+    module's docstring); ``reserve(spec, cells, resident)`` the resources each task of a
+    model holds while it runs, ``resident`` the bytes its group holds.
     """
     settings = replace(settings, token=tokenize(grid.fingerprint(), settings)[:10])
+    models = by_model(grid, cells)
+    groups = _groups([m for m in models if m[0].n_states > fuse_states], held, memory)
+    group_of = {id(cells): k for k, group in enumerate(groups) for _, cells, _ in group}
+    resident = [sum(size for _, _, size in group) for group in groups]
     futures: dict[Future, list[Cell]] = {}
-    waited: list[Future] = []  # the cells of the models since the last wait
-    holding = 0
-    for spec, model_cells in by_model(grid, cells):
+    computed_by_group: list[list[Future]] = [[] for _ in groups]
+    waits: list[tuple] = [() for _ in groups]  # a task done once a group's cells are
+    for spec, model_cells in models:
         if spec.n_states <= fuse_states:
             key = f"model-cells-{spec.family}-{spec.n_states}-{spec.seed}-{tokenize(model_cells)}"
             future = client.submit(
-                run_model,
-                spec,
-                model_cells,
-                settings,
-                key=f"{key}-{settings.token}",
+                run_model, spec, model_cells, settings, key=f"{key}-{settings.token}"
             )
             futures[future] = model_cells
             continue
-        size = held(spec, model_cells)
-        after: tuple = ()
-        if memory is not None and waited and holding + size > memory:
-            after, waited, holding = tuple(waited), [], 0
+        k = group_of[id(model_cells)]
+        if k and memory is not None and not waits[k - 1]:
+            earlier = computed_by_group[k - 1]
+            key = f"cells-done-{tokenize([f.key for f in earlier])}-{settings.token}"
+            waits[k - 1] = (client.submit(_done, *earlier, key=key),)
         plan = model_plan(
             spec,
             model_cells,
             settings,
             run_cell=functools.partial(_kept, tasks.run_cell),
-            after=after,
+            after=waits[k - 1] if k else (),
+            reserved=reserve(spec, model_cells, resident[k]),
         )
-        computed = client.compute(
-            list(plan.values()),
-            optimize_graph=False,
-            resources=reserve(spec, model_cells),
-        )
+        computed = client.compute(list(plan.values()), optimize_graph=False)
         futures.update({future: [cell] for future, cell in zip(computed, plan, strict=True)})
-        waited += computed
-        holding += size
+        computed_by_group[k] += computed
     return futures
+
+
+def _done(*results) -> None:
+    """Nothing, once ``results`` are there: what a group's builds wait for (its results are
+    not sent on)."""
+
+
+def _groups(
+    models: list[tuple[records.ModelSpec, list[Cell]]],
+    held: Callable[[records.ModelSpec, list[Cell]], int],
+    memory: int | None,
+) -> list[list[tuple[records.ModelSpec, list[Cell], int]]]:
+    """``models`` in consecutive groups whose holdings (``held``, given beside each model)
+    fit ``memory`` together (a model that does not fit alone: a group of its own); one group
+    where ``memory`` is None."""
+    groups: list[list[tuple[records.ModelSpec, list[Cell], int]]] = []
+    holding = 0
+    for spec, model_cells in models:
+        size = held(spec, model_cells)
+        if not groups or (memory is not None and holding + size > memory):
+            groups.append([])
+            holding = 0
+        groups[-1].append((spec, model_cells, size))
+        holding += size
+    return groups

@@ -13,6 +13,7 @@ cells.
 from __future__ import annotations
 
 import itertools
+import math
 import typing
 from pathlib import Path
 
@@ -221,43 +222,32 @@ def submit(
 ) -> dict[Future, list[Cell]]:
     """Every model's plan (``plan.submit``): a future's result is one cell's, or a fused
     model's list of them. Where the workers declare their memory (``cluster.MEMORY``: the
-    clusters the sweep starts), every task of a model reserves the estimate of its largest
-    cell or timing task (at most a worker's memory: ``client.compute`` gives a graph's
-    resources to all its tasks), so tasks that would not fit side by side never run on one
-    worker (conservative where two tasks share a model: a worker holds every approximation
-    of a model its tasks wait for; at 10^7 states the peaked model's tasks run one at a
-    time), and models whose timing tasks' estimates (the model and every
-    approximation) pass the workers' memory together run one after the other: two models'
-    tasks side by side ran a 24 GiB worker out of memory at 10^7 states when only their
-    approximations and beliefs were reserved, and paused it for memory 84 times when their
-    reservations let them share it."""
+    clusters the sweep starts), models go in groups whose holdings (``memory.ModelTasks``'
+    ``resident``: the model and every approximation its cells need) fit the workers' memory
+    together, one group after the other: two models' tasks side by side ran a 24 GiB worker
+    out of memory at 10^7 states when only their approximations and beliefs were reserved.
+    Within a group every task reserves what it holds beyond the group (``reservations``),
+    scaled so that tasks reserve a worker's whole memory exactly when what they hold fills
+    what the group leaves of it: the tasks running side by side on a worker then fit beside
+    all the group holds, where it is all on that worker."""
     budget = memory_resource(client)
-    params, steps = grid.params, grid.horizon + 1
+    workers = len(client.scheduler_info()["workers"])
+    steps = grid.horizon + 1
+
+    def found(spec, model_cells: list[Cell]) -> memory.ModelTasks | None:
+        held = [(c.method, c.setting, c.mode) for c in model_cells]
+        return memory.model_tasks(spec.family, spec.n_states, grid.params[spec.family], held, steps)
 
     def held(spec, model_cells: list[Cell]) -> int:
-        variants = list(dict.fromkeys((c.method, c.setting) for c in model_cells))
-        modes = tuple(dict.fromkeys(c.mode for c in model_cells))
-        return memory.timing_estimate(
-            spec.family, spec.n_states, params[spec.family], variants, steps, modes=modes
-        )
+        tasks = found(spec, model_cells)
+        return tasks.resident if tasks else 0
 
-    def reserve(spec, model_cells: list[Cell]) -> dict | None:
-        found = [
-            memory.estimate(
-                spec.family,
-                spec.n_states,
-                params[spec.family],
-                c.method,
-                c.setting,
-                steps,
-                mode=c.mode,
-            )
-            for c in model_cells
-        ]
-        largest = max([f.total for f in found if f] + [held(spec, model_cells)], default=0)
-        return {MEMORY: min(largest, budget)} if budget and largest else None
+    def reserve(spec, model_cells: list[Cell], resident: int) -> plan.Reservations:
+        tasks = found(spec, model_cells)
+        if not budget or tasks is None:
+            return plan.Reservations()
+        return reservations(tasks, model_cells, budget, resident)
 
-    workers = len(client.scheduler_info()["workers"])
     return plan.submit(
         client,
         grid,
@@ -267,4 +257,27 @@ def submit(
         reserve=reserve,
         held=held,
         memory=budget * workers if budget else None,
+    )
+
+
+def reservations(
+    tasks: memory.ModelTasks, cells: list[Cell], budget: int, resident: int
+) -> plan.Reservations:
+    """The ``MEMORY`` each task of a model (``tasks``, its ``cells``) reserves of a worker's
+    ``budget`` while its group holds ``resident`` bytes: what it holds beyond them, times
+    ``budget / (budget - resident)``, at most ``budget`` (all of it, where the group leaves
+    nothing). Tasks whose reservations fit ``budget`` side by side hold at most what the
+    group leaves of a worker's memory."""
+    free = budget - resident
+
+    def scaled(size: int) -> dict:
+        share = budget if free <= 0 else min(budget, math.ceil(size * budget / free))
+        return {MEMORY: share}
+
+    return plan.Reservations(
+        model=scaled(tasks.model),
+        gamma=scaled(max(tasks.run.values())),
+        approximation={v: scaled(size) for v, size in tasks.approximation.items()},
+        run={mode: scaled(size) for mode, size in tasks.run.items()},
+        cell={c: scaled(tasks.cell[c.method, c.setting, c.mode]) for c in cells},
     )

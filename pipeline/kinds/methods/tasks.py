@@ -36,8 +36,8 @@ SAMPLING_STREAM = 0x5EED
 
 def build(spec: ModelSpec, *after) -> Model:
     """The exact model of a grid point, timed after its warm-up (``timing.once``). ``after``:
-    the results of the tasks it waits for (``plan.submit``'s models that do not fit beside
-    it), unused."""
+    the results (None) of the tasks it waits for (``plan.submit``: the cells of the models
+    that do not fit beside it), unused."""
     return Model(
         *once(lambda: build_model(spec.family, spec.n_states, seed=spec.seed, **spec.params))
     )

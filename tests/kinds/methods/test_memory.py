@@ -1,6 +1,8 @@
 """A cell's memory, estimated before anything runs, against what its model and approximation
 really take."""
 
+import itertools
+import math
 import tempfile
 import time
 import tracemalloc
@@ -80,47 +82,81 @@ def three_gib():
         yield client
 
 
-def test_a_large_cells_tasks_reserve_their_estimate_of_a_workers_declared_memory(three_gib):
+def test_a_large_models_tasks_reserve_what_they_hold_beyond_the_model(three_gib):
+    """Every task of a model too large to fuse reserves what it holds beyond the model and
+    its approximations (``memory.ModelTasks``), scaled by the worker's memory over what the
+    model leaves of it: two tasks run side by side exactly where what they hold fits beside
+    the model. A fused model's task reserves nothing."""
     client = three_gib
     cfg = composed(
         *THREE_GIB,
         "grid.families=[bell]",
         "grid.n_states=[20,5000]",
         "grid.methods={topp:[0.9]}",
-        "grid.modes=[predict]",
+        "grid.modes=[predict,filter]",
         "grid.seeds=[0]",
     )
     kind = validate(cfg)
     grid = kind.grid(cfg)
-    assert memory_resource(client) == worker_memory(cfg.cluster) == 3 * 2**30
+    budget = 3 * 2**30
+    assert memory_resource(client) == worker_memory(cfg.cluster) == budget
     futures = kind.submit(client, grid, grid.cells(), store=None)
-    keys = [future.key for future in futures]
+    keys = {str(future.key) for future in futures}
+    restrictions = {}
     for _ in range(100):  # until the scheduler has the graph (it comes on another comm)
         restrictions = client.run_on_scheduler(
-            lambda dask_scheduler, keys=keys: {
-                key: dask_scheduler.tasks[key].resource_restrictions
-                for key in keys
-                if key in dask_scheduler.tasks
+            lambda dask_scheduler: {
+                str(key): task.resource_restrictions for key, task in dask_scheduler.tasks.items()
             }
         )
-        if len(restrictions) == len(keys):
+        if keys <= set(restrictions):
             break
         time.sleep(0.1)
     client.cancel(list(futures))
-    large = memory.estimate(
-        "bell", 5000, grid.params["bell"], "topp", 0.9, grid.horizon + 1, mode="predict"
+    held = memory.model_tasks(
+        "bell",
+        5000,
+        grid.params["bell"],
+        [("topp", 0.9, m) for m in ("predict", "filter")],
+        grid.horizon + 1,
     )
-    assert 0 < large.total < 3 * 2**30
-    held = {str(f.key): restrictions[f.key] for f in futures}
-    small = [key for key in held if "-20-" in key]
-    assert small and all(not held[key] for key in small)  # 20 states: nothing reserved
-    big = [key for key in held if "-5000-" in key]
-    assert big and all(held[key] == {MEMORY: large.total} for key in big)
+    free = budget - held.resident
+    assert 0 < held.resident < budget and 0 < free
+
+    def share(size: int) -> int:
+        return min(budget, math.ceil(size * budget / free))
+
+    small = [key for key in restrictions if "-20-" in key]
+    assert small and all(not restrictions[key] for key in small)  # 20 states: fused, nothing
+
+    def size(key: str) -> int:
+        """What the task ``key`` holds beyond the model, by its name."""
+        mode = "filter" if "-filter-" in key else "predict"
+        kind = key.split("-")[0]
+        if kind in ("exact", "timing"):
+            return held.run[mode]
+        return {
+            "model": held.model,
+            "gamma": max(held.run.values()),
+            "approximate": held.approximation["topp", 0.9],
+            "cell": held.cell["topp", 0.9, mode],
+        }[kind]
+
+    big = {key: r for key, r in restrictions.items() if "-5000-" in key}
+    kinds = {key.split("-")[0] for key in big}
+    assert kinds == {"model", "gamma", "approximate", "exact", "timing", "cell"}
+    sizes = {key: size(key) for key in big}
+    for key, reserved in big.items():
+        assert reserved == {MEMORY: share(sizes[key])}, key
+    for one, other in itertools.combinations_with_replacement(big, 2):
+        fits = sizes[one] + sizes[other] <= free
+        assert (big[one][MEMORY] + big[other][MEMORY] <= budget) == fits, (one, other)
 
 
 def test_models_too_large_to_be_held_side_by_side_run_one_after_the_other(three_gib):
     """Where two models' holdings pass the cluster's memory, the second model's build waits
-    for every cell of the first (a dependency in the graph the scheduler has); models that
+    for every cell of the first (through one task that depends on them all, in the graph the
+    scheduler has); models that
     fit together do not wait. Every cell's values are those of the same grid
     computed without waiting."""
     client = three_gib
@@ -149,7 +185,10 @@ def test_models_too_large_to_be_held_side_by_side_run_one_after_the_other(three_
         for _ in range(100):  # until the scheduler has the graph
             models = client.run_on_scheduler(
                 lambda dask_scheduler: {
-                    key: sorted(str(d.key) for d in task.dependencies)
+                    str(key): sorted(
+                        (str(d.key), sorted(str(e.key) for e in d.dependencies))
+                        for d in task.dependencies
+                    )
                     for key, task in dask_scheduler.tasks.items()
                     if str(key).startswith("model-")
                 }
@@ -161,11 +200,12 @@ def test_models_too_large_to_be_held_side_by_side_run_one_after_the_other(three_
         return models, results
 
     waiting, gated = submitted(3 * 2**30)
-    first = {str(k): v for k, v in waiting.items() if "-40-" in str(k)}
-    second = {str(k): v for k, v in waiting.items() if "-50-" in str(k)}
+    first = {k: v for k, v in waiting.items() if "-40-" in k}
+    second = {k: v for k, v in waiting.items() if "-50-" in k}
     assert list(first.values()) == [[]]
-    [after] = second.values()
-    assert len(after) == 2 and all(key.startswith("cell-dirichlet-40-") for key in after)
+    [[(done, waited)]] = second.values()  # one task, done once the first model's cells are
+    assert done.startswith("cells-done-")
+    assert len(waited) == 2 and all(key.startswith("cell-dirichlet-40-") for key in waited)
     client.cancel(list(client.futures))
     for _ in range(100):  # until the scheduler has forgotten them
         if not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
