@@ -4,7 +4,12 @@ session's smoke sweep and its real cluster for sweeps run in this process, and t
 starts a process: a sweep from the command line, the smoke sweep, a build), so ``pytest -m
 "not slow and not cluster"`` runs the library and the sweeps in this process, and
 ``dynamax`` (a comparison with dynamax, which needs JAX: the bench extra), deselected where
-dynamax is not installed, so the test extra's suite skips nothing it could run."""
+dynamax is not installed, so the test extra's suite skips nothing it could run.
+
+The suite runs in one process per core (pytest-xdist, ``pyproject.toml``'s ``addopts``;
+``-n 0`` runs it here). Tests that share something costly stay in one process
+(``xdist_group``, ``shared``): the cluster kit's servers, the smoke sweep, a module's
+fixture."""
 
 import importlib.util
 import inspect
@@ -65,6 +70,7 @@ def pytest_report_header() -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items) -> None:
     if not DYNAMAX:
         deselected = [item for item in items if item.get_closest_marker("dynamax")]
@@ -77,3 +83,21 @@ def pytest_collection_modifyitems(config, items) -> None:
         source = inspect.getsource(function) if function is not None else ""
         if "smoke" in getattr(item, "fixturenames", ()) or STARTS_A_PROCESS.search(source):
             item.add_marker(pytest.mark.slow)
+        group = shared(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def shared(item) -> str | None:
+    """What ``item`` shares with other tests that is costly to make twice, so that they run
+    in one process: the cluster kit (``tests/clusters``), the smoke sweep (``smoke``), a
+    module-scoped fixture (the module); None: nothing."""
+    if "clusters" in item.path.parts:
+        return "clusters"
+    fixtures = getattr(item, "_fixtureinfo", None)
+    definitions = fixtures.name2fixturedefs if fixtures is not None else {}
+    if "smoke" in definitions:
+        return "smoke"
+    if any(d.scope == "module" for defs in definitions.values() for d in defs):
+        return str(item.path)
+    return None

@@ -37,18 +37,19 @@ def test_smoke_sweep_over_ssh_with_tls_equals_the_local_run(sshd, smoke, tmp_pat
     assert f"password: {REDACTED}\n" in xr.open_zarr(tmp_path / "r.zarr").attrs["config"]
 
 
-def _ssh_workers(since: float) -> list[psutil.Process]:
-    """The worker processes SSHCluster started through sshd (a nanny each, its worker a child)
-    at or after ``since`` (``time.time()``): an earlier test's may still be exiting."""
+def _ssh_workers(sshd, since: float) -> list[psutil.Process]:
+    """The worker processes SSHCluster started through ``sshd`` (a nanny each, its worker a
+    child) at or after ``since`` (``time.time()``): an earlier test's may still be exiting,
+    and other tests start nannies of their own beside this one."""
     found = []
-    for process in psutil.process_iter(["cmdline", "create_time"]):
-        command = " ".join(process.info["cmdline"] or [])
-        if (
-            "distributed.cli.dask_spec" in command
-            and "Nanny" in command
-            and process.info["create_time"] >= since
-        ):
-            found.append(process)
+    for process in sshd.sessions():
+        try:
+            command = " ".join(process.cmdline())
+            if "distributed.cli.dask_spec" in command and "Nanny" in command:
+                if process.create_time() >= since:
+                    found.append(process)
+        except psutil.NoSuchProcess:
+            continue
     return found
 
 
@@ -58,7 +59,7 @@ def test_a_killed_ssh_worker_costs_only_its_cells(sshd, smoke, tmp_path):
     run = start_sweep("cluster=ssh", "store=r.zarr", *SLOW, cwd=tmp_path)
     try:
         wait_for(lambda: done_count(tmp_path / "r.zarr") >= 8, 120, "the first finished cells")
-        workers = _ssh_workers(started)
+        workers = _ssh_workers(sshd, started)
         assert len(workers) == 2, workers
         victims = [workers[0], *workers[0].children(recursive=True)]
         for process in victims:
