@@ -68,6 +68,17 @@ Transition = Callable[[int], Any]
 """``transition(t)``: the operator of ``P(S_{t+1} | S_t)`` (a matrix or a ``StepOperator``)."""
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """``array``, or a read-only view of it: the kernels take their inputs (the prior, the
+    rows of the likelihoods) read-only, so numba compiles one specialisation whether a
+    caller's array was writable or not (an HMM's are not, a copy's are)."""
+    if not array.flags.writeable:
+        return array
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 class Compiled:
     """A constant transition ``matrix`` of a compiled format and its ``layout``
     (``HMM.transition_layout``): every recursion is its compiled kernel."""
@@ -82,9 +93,9 @@ class Compiled:
         ``Stepped``: a constant transition does not read it)."""
         return forward.forward(
             self.layout,
-            initial,
+            _read_only(initial),
             likelihoods,
-            rows,
+            _read_only(rows),
             target,
             beliefs,
             elapsed,
@@ -100,9 +111,9 @@ class Compiled:
         """``pipeline.kernels.forward.forward_block``."""
         forward.forward_block(
             self.layout,
-            initial,
+            _read_only(initial),
             likelihoods,
-            rows,
+            _read_only(rows),
             target,
             beliefs,
             elapsed,
@@ -115,15 +126,17 @@ class Compiled:
                  start=0) -> None:  # fmt: skip
         """``pipeline.kernels.backward.backward``."""
         backward.backward(
-            self.layout, likelihoods, rows, zero, alphas, posteriors, message, last, after
-        )
+            self.layout, likelihoods, _read_only(rows), zero, alphas, posteriors, message, last,
+            after,
+        )  # fmt: skip
 
     def viterbi(self, initial, likelihoods, rows, first, delta, back, zero, total,
                 start=0) -> float:  # fmt: skip
         """``pipeline.kernels.maxproduct.viterbi``."""
         return maxproduct.viterbi(
-            self.layout, initial, likelihoods, rows, first, delta, back, zero, total
-        )
+            self.layout, _read_only(initial), likelihoods, _read_only(rows), first, delta, back,
+            zero, total,
+        )  # fmt: skip
 
     def counts(self, before: list[np.ndarray], after: list[np.ndarray]) -> Matrix:
         """The expected transition counts of the pairs of each sequence (``before[b]``,
