@@ -12,8 +12,9 @@ import pytest
 
 from pipeline.inference import decoder
 from pipeline.kinds.methods import memory, plan, spilled, tasks
+from pipeline.kinds.methods.grid import Cell
 from pipeline.kinds.methods.modes import base, decode, lookup, smooth
-from pipeline.kinds.methods.sweep import check_memory, plan_settings
+from pipeline.kinds.methods.sweep import check_memory, plan_settings, reservations
 from pipeline.methods import approximate
 from pipeline.models import build_model
 from pipeline.sweep.cluster import MEMORY, connect, memory_resource, worker_memory
@@ -85,8 +86,9 @@ def three_gib():
 def test_a_large_models_tasks_reserve_what_they_hold_beyond_the_model(three_gib):
     """Every task of a model too large to fuse reserves what it holds beyond the model and
     its approximations (``memory.ModelTasks``), scaled by the worker's memory over what the
-    model leaves of it: two tasks run side by side exactly where what they hold fits beside
-    the model. A fused model's task reserves nothing."""
+    model leaves of it (at most the model's largest estimate): two tasks run side by side
+    exactly where what they hold fits beside the model. A fused model's task reserves
+    nothing."""
     client = three_gib
     cfg = composed(
         *THREE_GIB,
@@ -122,9 +124,21 @@ def test_a_large_models_tasks_reserve_what_they_hold_beyond_the_model(three_gib)
     )
     free = budget - held.resident
     assert 0 < held.resident < budget and 0 < free
+    largest = max(  # the model's largest estimate, as the sweep checks it before it starts
+        memory.timing_estimate(
+            "bell", 5000, grid.params["bell"], [("topp", 0.9)], grid.horizon + 1,
+            modes=("predict", "filter"),
+        ),
+        *(
+            memory.estimate(
+                "bell", 5000, grid.params["bell"], "topp", 0.9, grid.horizon + 1, mode=mode
+            ).total
+            for mode in ("predict", "filter")
+        ),
+    )  # fmt: skip
 
     def share(size: int) -> int:
-        return min(budget, math.ceil(size * budget / free))
+        return min(budget, math.ceil(size * budget / free), largest)
 
     small = [key for key in restrictions if "-20-" in key]
     assert small and all(not restrictions[key] for key in small)  # 20 states: fused, nothing
@@ -151,6 +165,8 @@ def test_a_large_models_tasks_reserve_what_they_hold_beyond_the_model(three_gib)
     for one, other in itertools.combinations_with_replacement(big, 2):
         fits = sizes[one] + sizes[other] <= free
         assert (big[one][MEMORY] + big[other][MEMORY] <= budget) == fits, (one, other)
+    # one model: where it leaves room, its scaled shares are below its largest estimate
+    assert all(r[MEMORY] < largest for key, r in big.items() if not key.startswith("model-"))
 
 
 def test_models_too_large_to_be_held_side_by_side_run_one_after_the_other(three_gib):
@@ -287,3 +303,25 @@ def test_a_timing_task_holds_the_model_and_every_approximation_it_times():
     ):
         check_memory(grid, (cells + timing) // 2)
     check_memory(grid, timing)  # fits
+
+
+def test_a_group_holding_more_than_a_worker_reserves_each_models_largest_estimate():
+    """Where a group of models spread over the workers holds more than one worker's memory,
+    each task reserves its model's largest estimate (its timing task's or a cell's), as
+    before per-task reservations, not the whole worker."""
+    gib = 2**30
+    held = memory.ModelTasks(
+        resident=memory.WORKER_BYTES + 2 * gib + gib,
+        model=2 * gib,
+        approximation={("topp", 0.9): gib},
+        run={"filter": gib // 4},
+        cell={("topp", 0.9, "filter"): gib // 2},
+    )
+    cell = Cell("bell", 5000, "topp", 0.9, 0, "filter")
+    timing = held.resident + gib // 4
+    largest = max(timing, memory.WORKER_BYTES + 2 * gib + gib + gib // 2)  # the cell's
+    found = reservations(held, [cell], budget=8 * gib, resident=20 * gib)
+    assert found.cell[cell] == found.run["filter"] == found.model == {MEMORY: largest}
+    room = reservations(held, [cell], budget=8 * gib, resident=held.resident)
+    free = 8 * gib - held.resident
+    assert room.cell[cell] == {MEMORY: math.ceil(gib // 2 * 8 * gib / free)}
