@@ -120,6 +120,18 @@ def likelihood_bytes(mode: str, steps: int, n_states: int) -> int:
     return lookup(mode).likelihood_bytes(steps, n_states)
 
 
+def one_run(mode: str, steps: int, n_states: int) -> int:
+    """What one run of ``mode`` holds beyond the models: its beliefs and the likelihoods."""
+    return run_bytes(mode, steps, n_states) + likelihood_bytes(mode, steps, n_states)
+
+
+def cell_beliefs(mode: str, steps: int, n_states: int) -> int:
+    """What a cell of ``mode`` holds beyond the models: its ``Mode.held_runs`` runs' beliefs
+    and the likelihoods."""
+    held = lookup(mode).held_runs * run_bytes(mode, steps, n_states)
+    return held + likelihood_bytes(mode, steps, n_states)
+
+
 def estimate(
     family: str, n_states: int, params: dict, method: str, setting: float, steps: int, *, mode: str
 ) -> Estimate | None:
@@ -133,8 +145,7 @@ def estimate(
     if found is None:
         return None
     model, approximation = found
-    runs = lookup(mode).held_runs
-    beliefs = runs * run_bytes(mode, steps, n_states) + likelihood_bytes(mode, steps, n_states)
+    beliefs = cell_beliefs(mode, steps, n_states)
     total = WORKER_BYTES + model + approximation + beliefs
     return Estimate(int(total), int(model), int(approximation), beliefs)
 
@@ -157,7 +168,7 @@ def timing_estimate(
     if not sizes or len(sizes) < len(found):
         return 0
     held = sizes[0][0] + sum(approximation for _, approximation in sizes)
-    runs = max(run_bytes(m, steps, n_states) + likelihood_bytes(m, steps, n_states) for m in modes)
+    runs = max(one_run(m, steps, n_states) for m in modes)
     return int(WORKER_BYTES + held + runs)
 
 
@@ -175,6 +186,16 @@ class ModelTasks(NamedTuple):
     approximation: dict[tuple[str, float], int]
     run: dict[str, int]
     cell: dict[tuple[str, float, str], int]
+
+    @property
+    def largest(self) -> int:
+        """The largest of the model's cells' ``estimate`` totals and its timing tasks'
+        ``timing_estimate``: each counts the model and its approximations in full."""
+        cells = (
+            WORKER_BYTES + self.model + self.approximation[method, setting] + beliefs
+            for (method, setting, _), beliefs in self.cell.items()
+        )
+        return max(self.resident + max(self.run.values()), *cells)
 
 
 def model_tasks(
@@ -195,15 +216,8 @@ def model_tasks(
     model = next(iter(sizes.values()))[0]
     approximations = {v: int(approximation) for v, (_, approximation) in sizes.items()}
     modes = dict.fromkeys(mode for _, _, mode in cells)
-    runs = {
-        mode: run_bytes(mode, steps, n_states) + likelihood_bytes(mode, steps, n_states)
-        for mode in modes
-    }
-    beliefs = {
-        (method, setting, mode): lookup(mode).held_runs * run_bytes(mode, steps, n_states)
-        + likelihood_bytes(mode, steps, n_states)
-        for method, setting, mode in cells
-    }
+    runs = {mode: one_run(mode, steps, n_states) for mode in modes}
+    beliefs = {(m, s, mode): cell_beliefs(mode, steps, n_states) for m, s, mode in cells}
     resident = WORKER_BYTES + model + sum(approximations.values())
     return ModelTasks(int(resident), int(model), approximations, runs, beliefs)
 

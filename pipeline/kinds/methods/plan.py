@@ -260,7 +260,7 @@ def submit(
             futures[future] = model_cells
             continue
         k = group_of[id(model_cells)]
-        if k and memory is not None and not waits[k - 1]:
+        if k and not waits[k - 1]:  # groups past the first only where memory is given
             earlier = computed_by_group[k - 1]
             key = f"cells-done-{tokenize([f.key for f in earlier])}-{settings.token}"
             waits[k - 1] = (client.submit(_done, *earlier, key=key),)

@@ -267,18 +267,11 @@ def reservations(
     ``budget`` while its group holds ``resident`` bytes: what it holds beyond them, times
     ``budget / (budget - resident)``, at most ``budget`` (all of it, where the group leaves
     nothing): tasks whose reservations fit ``budget`` side by side hold at most what the
-    group leaves of a worker's memory. And at most the model's largest estimate (a cell's,
-    ``memory.estimate``, or its timing task's: the model and its approximations counted in
-    each), where that is less: a group of many models, spread over the workers, may hold
-    more than one worker's memory while each model fits a worker with room to spare."""
-    free = budget - resident
-    largest = max(
-        tasks.resident + max(tasks.run.values()),  # the timing task's
-        *(
-            memory.WORKER_BYTES + tasks.model + tasks.approximation[method, setting] + size
-            for (method, setting, _), size in tasks.cell.items()
-        ),
-    )
+    group leaves of a worker's memory. And at most the model's largest estimate
+    (``ModelTasks.largest``), where that is less: a group of many models, spread over the
+    workers, may hold more than one worker's memory while each model fits a worker with room
+    to spare."""
+    free, largest = budget - resident, tasks.largest
 
     def scaled(size: int) -> dict:
         share = budget if free <= 0 else min(budget, math.ceil(size * budget / free))
