@@ -27,7 +27,11 @@ rate (``RATE``, float32), for the kernel ``6 n F d`` (its features and their gra
 it must stream at ``BANDWIDTH``. It is one core's, whatever ``--threads``. The sgemm rate
 this machine reaches on one core (1024^3) is printed beside it.
 
-Threads: numba's and BLAS's, set per run (``--threads``); nothing is pinned. A figure is wall
+Threads: numba's and BLAS's, set per run (``--threads``); nothing is pinned. The process
+starts as a sweep's worker does (``pipeline.environment.WORKER_ENVIRONMENT``, set before
+numpy loads unless the environment has them): idle threads sleep, and arrays of a few MiB
+reuse the heap; ``--spinning`` leaves the libraries' defaults instead (threads that spin
+between parallel steps), to compare. A figure is wall
 time, or with ``--clock cpu`` the process's CPU time (on a shared machine, one thread's figure
 as if alone; with two threads the sum of both). Each figure is the median over
 ``--repeats`` rounds that run the whole step and its parts in turn, after one untimed round
@@ -39,8 +43,14 @@ after.
 from __future__ import annotations
 
 import os
+import sys
+
+from pipeline.environment import WORKER_ENVIRONMENT
 
 os.environ.setdefault("NUMBA_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+if "--spinning" not in sys.argv:
+    for _name, _value in WORKER_ENVIRONMENT.items():
+        os.environ.setdefault(_name, _value)
 
 import argparse
 import platform
@@ -220,6 +230,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--words", type=int, default=10_000, help="vocabulary size")
     parser.add_argument(
+        "--spinning",
+        action="store_true",
+        help="the libraries' default environment, not a sweep worker's (read before numpy "
+        "loads: the module's docstring)",
+    )
+    parser.add_argument(
         "--clock",
         choices=sorted(CLOCKS),
         default="wall",
@@ -232,6 +248,10 @@ def main() -> None:
         f"numpy {np.__version__}, numba {numba.__version__}; "
         f"one core's sgemm {sgemm_rate() / 1e9:.0f} GFlop/s "
         f"(the bound assumes {RATE / 1e9:.0f}); {time.strftime('%Y-%m-%d %H:%M %Z')}; {load()}"
+    )
+    print(
+        "environment: "
+        + ", ".join(f"{name}={os.environ.get(name, '(unset)')}" for name in WORKER_ENVIRONMENT)
     )
     for n in args.states:
         for name in args.parameterisations:

@@ -99,7 +99,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 LAYERS = (
-    ("kernels", "corpus", "plugins", "shapes"),
+    ("kernels", "corpus", "plugins", "shapes", "environment"),
     ("operators",),
     ("hmm", "limits"),
     ("inference", "methods", "metrics", "sampling", "hmmlm"),

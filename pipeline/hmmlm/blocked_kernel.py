@@ -12,6 +12,8 @@ gradient whatever its tokens, and O(k F) per token.
 
 from __future__ import annotations
 
+import functools
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numba
@@ -41,13 +43,13 @@ def kernel_blocks(t: Kernel, indptr, indices, work: Workspace | None = None) -> 
     R = np.matmul(t.V, t.W.T, out=scratch(work, "R", shape, t.V.dtype))
     shift = _exp_balanced(L, R, half_square(t.U), half_square(t.V)).astype(L.dtype)
     columns = R.sum(axis=0)
-    z = L @ columns
+    z = _row_dots(L, columns)
     rows = entry_rows(indptr)
     raw = np.exp(t.band - shift[rows])
     product = np.einsum("kf,kf->k", L[rows], R[indices])
     if rows.size:
         z += np.bincount(rows, weights=raw - product, minlength=len(L)).astype(z.dtype)
-    L /= z[:, None]
+    _divide_rows(L, z)
     T = blocked.LowRankBlocks(L, R, indptr, indices, (raw - product) / z[rows])
     return KernelBlocks(T, z, columns, raw / z[rows])
 
@@ -97,6 +99,46 @@ def _row_shift(L, half_u, top, shift):
         shift[i] = high
 
 
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _row_dots(L, c):
+    """``L @ c`` (m,), each row's dot product summed in float64 by one thread, the rows
+    across the threads."""
+    out = np.empty(L.shape[0], L.dtype)
+    for i in numba.prange(L.shape[0]):
+        total = 0.0
+        for f in range(L.shape[1]):
+            total += L[i, f] * c[f]
+        out[i] = total
+    return out
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _divide_rows(L, z):
+    """``L[i] /= z[i]`` in place, the rows across the threads."""
+    for i in numba.prange(L.shape[0]):
+        for f in range(L.shape[1]):
+            L[i, f] /= z[i]
+
+
+@functools.cache
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """This process's pool of ``threads`` threads for ``_exp``, made once."""
+    return ThreadPoolExecutor(threads, thread_name_prefix="exp")
+
+
+def _exp(x: np.ndarray) -> None:
+    """``np.exp(x, out=x)`` (numpy's vectorised exponential; numba's is scalar), its rows in
+    ``numba.get_num_threads()`` slices on as many threads (numpy releases the GIL): the same
+    bits on any number of threads."""
+    threads = min(numba.get_num_threads(), len(x))
+    if threads <= 1:
+        np.exp(x, out=x)
+        return
+    parts = np.array_split(x, threads)
+    for _ in _pool(threads).map(lambda part: np.exp(part, out=part), parts):
+        pass
+
+
 def _exp_balanced(L, R, half_u, half_v):
     """The kernel's features from their logits, in place, at scales that keep float32 in range.
 
@@ -107,17 +149,17 @@ def _exp_balanced(L, R, half_u, half_v):
     ``L R^T = diag(exp(-s)) phi(U) phi(V)^T``: the kernel over one scale per row, which the
     row normalisers ``z_i >= 1`` cancel. (With one overall scale for ``R``, ``1 / z`` grows
     past float32's range as training spreads the features' scales.) Returns ``s`` (m,).
-    Three compiled passes and numpy's vectorised ``np.exp`` (numba's is scalar) over each
-    array, in the arrays' precision.
+    Three compiled passes and numpy's vectorised exponential (``_exp``) over each array, in
+    the arrays' precision.
     """
     partial = np.empty(((len(R) + ROWS - 1) // ROWS, R.shape[1]), R.dtype)
     _column_maxima(R, half_v.astype(R.dtype), partial)
     top = partial.max(axis=0)
     _below(R, top)
-    np.exp(R, out=R)
+    _exp(R)
     shift = np.empty(L.shape[0], L.dtype)
     _row_shift(L, half_u.astype(L.dtype), top, shift)
-    np.exp(L, out=L)
+    _exp(L)
     return shift
 
 
@@ -137,20 +179,30 @@ def _contract(D, M, a, c):
     return sums
 
 
+@numba.njit(cache=True, nogil=True, fastmath=True, parallel=True)
+def _outer_sums(order, bounds, vectors, sorted_features, k, out):
+    """``out[c k:(c + 1) k] = sum over i in bounds[c]:bounds[c + 1] of outer(vectors[order[i]],
+    sorted_features[i])``, the clusters across the threads, each cluster's sum in order."""
+    F = out.shape[1]
+    for c in numba.prange(len(bounds) - 1):
+        block = out[c * k : (c + 1) * k]
+        block[:] = 0
+        for i in range(bounds[c], bounds[c + 1]):
+            r = order[i]
+            for j in range(k):
+                v = vectors[r, j]
+                for f in range(F):
+                    block[j, f] += v * sorted_features[i, f]
+    return out
+
+
 def _by_cluster(cluster, vectors, sorted_features, k: int, out: np.ndarray) -> np.ndarray:
     """``out[c k:(c + 1) k] = sum over rows r of cluster c of outer(vectors_r, features_r)``
-    (one k x F product per cluster; ``out`` (n, F)), for ``vectors`` (N, k) in the order of
-    ``cluster`` (N,) and their ``features`` (N, F) already sorted by cluster (stably)."""
+    (``out`` (n, F)), for ``vectors`` (N, k) in the order of ``cluster`` (N,) and their
+    ``features`` (N, F) already sorted by cluster (stably)."""
     order = np.argsort(cluster, kind="stable")
     bounds = np.searchsorted(cluster[order], np.arange(len(out) // k + 1))
-    sorted_vectors = np.ascontiguousarray(vectors[order].T)
-    for c in range(len(bounds) - 1):
-        lo, hi = bounds[c], bounds[c + 1]
-        if hi > lo:
-            np.dot(sorted_vectors[:, lo:hi], sorted_features[lo:hi], out=out[c * k : (c + 1) * k])
-        else:
-            out[c * k : (c + 1) * k] = 0
-    return out
+    return _outer_sums(order, bounds, vectors, sorted_features, k, out)
 
 
 def gradient(t: Kernel, parts: KernelBlocks, s: blocked.Statistics, k: int, work=None) -> Kernel:

@@ -24,6 +24,7 @@ import dask
 from distributed import Client, Security
 from distributed.utils import format_dashboard_link
 
+from pipeline.environment import WORKER_ENVIRONMENT
 from pipeline.sweep.backends import BACKENDS, NoWorkers
 from pipeline.sweep.backends.base import IN_MEMORY, MEMORY, dashboard
 from pipeline.sweep.config.clusters import certificate_directory, temporary_tls
@@ -105,9 +106,12 @@ def connect(entry, *, allowed_failures: int = 3, log_file: Path | None = None) -
     A task that ``allowed_failures`` + 1 workers died running (out of memory, most often)
     fails with ``KilledWorker`` rather than being run again and again (a scheduler this
     does not start keeps its own setting). The workers it starts never spill results to
-    disk (``IN_MEMORY``); a local cluster's log to ``log_file`` (``logs.WorkerLog``).
+    disk (``IN_MEMORY``) and begin with ``WORKER_ENVIRONMENT`` in their environment; a local
+    cluster's log to ``log_file`` (``logs.WorkerLog``).
     """
+    environment = dask.config.get("distributed.nanny.pre-spawn-environ")
     settings = {
+        "distributed.nanny.pre-spawn-environ": {**environment, **WORKER_ENVIRONMENT},
         "distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT,
         "distributed.scheduler.allowed-failures": allowed_failures,
         **IN_MEMORY,

@@ -1,5 +1,6 @@
 """Cluster settings in this process: job scripts, loopback binding, TLS, lost workers, errors."""
 
+import os
 import socket
 import ssl
 import tempfile
@@ -19,6 +20,7 @@ from pipeline.sweep.backends.jobqueue import JobqueueClusterConfig
 from pipeline.sweep.backends.local import LocalClusterConfig
 from pipeline.sweep.backends.ssh import SSHClusterConfig
 from pipeline.sweep.cluster import (
+    WORKER_ENVIRONMENT,
     WorkerWatch,
     connect,
     dashboard_link,
@@ -117,8 +119,12 @@ def listening(process: psutil.Process) -> set[str]:
 
 
 def test_a_local_cluster_listens_on_loopback_and_links_its_real_dashboard():
+    """A local cluster listens on loopback, links its dashboard, and its workers begin with
+    ``WORKER_ENVIRONMENT`` in their environment."""
     cfg = OmegaConf.structured(LocalClusterConfig(n_workers=1, dashboard_address=":0"))
     with connect(cfg) as client:
+        found = client.run(lambda: {key: os.environ.get(key) for key in WORKER_ENVIRONMENT})
+        assert list(found.values()) == [WORKER_ENVIRONMENT]
         assert client.scheduler.address.startswith("tcp://127.0.0.1:")
         assert all(a.startswith("tcp://127.0.0.1:") for a in client.scheduler_info()["workers"])
         assert listening(psutil.Process()) == {"127.0.0.1"}
