@@ -15,11 +15,16 @@ The file holds the parameters (``pipeline.hmmlm.parameters``) under these keys:
   (n, 2 delta - 1) for a kernel (``band`` of width 0 without one); ``E`` (n, d), ``W1``
   (d, d), ``b1`` (d,), ``W2`` (d, d), ``b2`` (d,), ``gain`` (d,) and ``bias`` (d,) for a
   neural model (``pipeline.hmmlm.neural``);
-- ``words`` (V,): the vocabulary, token id -> word, the last ``<unk>``.
+- ``words`` (V,): the vocabulary, token id -> word, the last ``<unk>``;
+- optionally Adam's state where training left it (``pipeline.hmmlm.train.Adam``), for a
+  run that carries on: ``adam_step``, ``adam_rate``, and the moments of each array above
+  but the vocabulary's and the clusters' under its key prefixed by ``adam_first_`` and
+  ``adam_second_`` (``adam_first_U``...).
 
 ``numpy.load`` reads it without this package; ``load`` returns the parameters, the
-vocabulary and the blocks (None for an unblocked model), and the ``hmmlm`` model family
-(``pipeline.models.hmmlm``) the HMM they define.
+vocabulary and the blocks (None for an unblocked model), ``load_adam`` Adam's state (None
+where the file has none), and the ``hmmlm`` model family (``pipeline.models.hmmlm``) the
+HMM they define.
 """
 
 from __future__ import annotations
@@ -31,29 +36,49 @@ import numpy as np
 from pipeline.hmmlm.clusters import Blocks, blocks_of
 from pipeline.hmmlm.neural import Neural
 from pipeline.hmmlm.parameters import Kernel, Parameters, Softmax, Transition
+from pipeline.hmmlm.train import Adam
 
 VERSION = 3
 """The format this module writes; it reads this one and version 1."""
 
 
-def save(
-    path: str | os.PathLike, p: Parameters, words: tuple[str, ...], blocks: Blocks | None = None
-) -> None:
-    """Write ``p``, its vocabulary ``words`` and its ``blocks`` (if blocked) to ``path``."""
+def _named(p: Parameters) -> dict[str, np.ndarray]:
+    """The arrays of ``p`` under their keys in the file."""
     t = p.transition
     arrays = {"logits": t.logits} if isinstance(t, Softmax) else t._asdict()
+    return {"prior": p.prior, "emission": p.emission, **arrays}
+
+
+def _parameters(kind: str, arrays) -> Parameters:
+    """The parameters of a model of ``kind`` from its arrays by their keys."""
+    if kind == "softmax":
+        transition: Transition = Softmax(arrays["logits"])
+    elif kind == "neural":
+        transition = Neural(*(arrays[name] for name in Neural._fields))
+    else:
+        transition = Kernel(arrays["U"], arrays["V"], arrays["W"], arrays["band"])
+    return Parameters(arrays["prior"], arrays["emission"], transition)
+
+
+def save(
+    path: str | os.PathLike,
+    p: Parameters,
+    words: tuple[str, ...],
+    blocks: Blocks | None = None,
+    adam: Adam | None = None,
+) -> None:
+    """Write ``p``, its vocabulary ``words``, its ``blocks`` (if blocked) and Adam's state
+    ``adam`` (if given) to ``path``."""
+    kind = {Softmax: "softmax", Kernel: "kernel", Neural: "neural"}[type(p.transition)]
+    arrays = {"version": np.array(VERSION), "kind": np.array(kind), "words": np.array(words)}
+    arrays |= _named(p)
     if blocks is not None:
-        arrays |= {"cluster": blocks.cluster, "states_per_cluster": blocks.states}
-    kind = {Softmax: "softmax", Kernel: "kernel", Neural: "neural"}[type(t)]
-    np.savez(
-        path,
-        version=VERSION,
-        kind=kind,
-        prior=p.prior,
-        emission=p.emission,
-        words=np.array(words),
-        **arrays,
-    )
+        arrays |= {"cluster": blocks.cluster, "states_per_cluster": np.array(blocks.states)}
+    if adam is not None:
+        arrays |= {f"adam_first_{key}": x for key, x in _named(adam.first).items()}
+        arrays |= {f"adam_second_{key}": x for key, x in _named(adam.second).items()}
+        arrays |= {"adam_step": np.array(adam.step), "adam_rate": np.array(adam.rate)}
+    np.savez(path, allow_pickle=False, **arrays)
 
 
 def load(path: str | os.PathLike) -> tuple[Parameters, tuple[str, ...], Blocks | None]:
@@ -68,15 +93,24 @@ def load(path: str | os.PathLike) -> tuple[Parameters, tuple[str, ...], Blocks |
                 f"{path} is an HMM LM of format {version}; this pipeline reads formats 1 to "
                 f"{VERSION}: update the pipeline"
             )
-        if str(f["kind"]) == "softmax":
-            transition: Transition = Softmax(f["logits"])
-        elif str(f["kind"]) == "neural":
-            transition = Neural(*(f[name] for name in Neural._fields))
-        else:
-            transition = Kernel(f["U"], f["V"], f["W"], f["band"])
         blocks = blocks_of(f["cluster"], int(f["states_per_cluster"])) if "cluster" in f else None
-        parameters = Parameters(f["prior"], f["emission"], transition)
+        parameters = _parameters(str(f["kind"]), f)
         return parameters, tuple(f["words"].tolist()), blocks
+
+
+def load_adam(path: str | os.PathLike) -> Adam | None:
+    """Adam's state saved with the model at ``path``; None where the file has none."""
+    with np.load(path, allow_pickle=False) as f:
+        if "adam_step" not in f:
+            return None
+        kind = str(f["kind"])
+
+        def moments(prefix: str) -> Parameters:
+            named = {key.removeprefix(prefix): f[key] for key in f.files if key.startswith(prefix)}
+            return _parameters(kind, named)
+
+        first, second = moments("adam_first_"), moments("adam_second_")
+        return Adam(first, second, int(f["adam_step"]), float(f["adam_rate"]))
 
 
 def n_states(path: str | os.PathLike) -> int:

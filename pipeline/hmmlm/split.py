@@ -13,6 +13,14 @@ The copies would receive equal gradients and stay equal; ``noise`` (the standard
 deviation of Gaussian noise added to the copies' emission logits and transition
 parameters) breaks the tie for the training that follows. A banded kernel is not split:
 its band is defined on the states' order, which splitting changes.
+
+Training carries on from Adam's state split the same way (``split_adam``). Each copy is
+half as probable as its original wherever the original was, so the gradient of a
+parameter of a copy is half its original's along each of the parameter's state axes (a
+prior or emission logit, a row of ``U``, ``V`` or ``E``: one; a softmax logit: two), and
+that of a shared parameter (``W``, the MLP's) is unchanged: the first moment is halved and
+the second quartered per state axis, so that each copy's Adam step ``m / sqrt(v)`` is its
+original's.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import numpy as np
 from pipeline.hmmlm.clusters import Blocks
 from pipeline.hmmlm.neural import Neural
 from pipeline.hmmlm.parameters import Kernel, Parameters, Softmax, Transition
+from pipeline.hmmlm.train import Adam
 
 
 def sources(n_states: int, blocks: Blocks | None) -> np.ndarray:
@@ -78,3 +87,26 @@ def split(
         emission = (emission + noise * rng.standard_normal(emission.shape)).astype(emission.dtype)
     grown = Parameters(p.prior[source], emission, transition)
     return grown, None if blocks is None else blocks._replace(states=2 * blocks.states)
+
+
+def _per_state_axis(p: Parameters, blocks: Blocks | None, factor: float) -> Parameters:
+    """``p`` split (no noise), each array times ``factor`` per state axis it has."""
+    grown, _ = split(p, blocks)
+    t = grown.transition
+    if isinstance(t, Softmax):
+        transition: Transition = Softmax(t.logits * t.logits.dtype.type(factor**2))
+    elif isinstance(t, Neural):
+        transition = t._replace(E=t.E * t.E.dtype.type(factor))
+    else:
+        transition = t._replace(U=t.U * t.U.dtype.type(factor), V=t.V * t.V.dtype.type(factor))
+    scale = grown.prior.dtype.type(factor)
+    return Parameters(grown.prior * scale, grown.emission * scale, transition)
+
+
+def split_adam(adam: Adam, blocks: Blocks | None = None) -> Adam:
+    """Adam's state for the model ``split`` makes of the model it was left at (the module's
+    docstring): the same step count and rate."""
+    return adam._replace(
+        first=_per_state_axis(adam.first, blocks, 0.5),
+        second=_per_state_axis(adam.second, blocks, 0.25),
+    )

@@ -19,13 +19,15 @@ training (as long as the last epoch took); the result is the model of the best
 validation epoch.
 
 A run may continue a trained model (``continued``: a grown one, every state of a trained
-model split in two, its evidence unchanged). Its first epochs leave it worse than where it
-started (Adam starts afresh, and its first steps move every parameter by about the rate,
-the copies' tie among them: at 2^13 states a kernel's validation perplexity went from
-145.3 to 154.6 in its first epoch at the rate 0.02, to 148.2 at 0.005 and 145.9 at 0.00125,
-each from the start restored), so stopping and the rate's decay compare the trained epochs
-with one another, not with the start; the result is still the best validation model, the
-start included, so a continued model never ends worse than it began.
+model split in two, its evidence unchanged), from the Adam state its training was left in
+(``adam``: the moments split with the states, ``pipeline.hmmlm.split.split_adam``; a run
+returns its own in ``Trained.adam``). Its first epochs leave it worse than where it
+started (the copies' tie breaks, and the rate that trains a random start moves every
+parameter far: at 2^13 states a kernel's validation perplexity went from 145.3 to 154.6 in
+its first epoch at the rate 0.02 from Adam's zero state, 153.7 from its split state; at
+0.005, 148.2 and 147.6), so stopping and the rate's decay compare the trained epochs with
+one another, not with the start; the result is still the best validation model, the start
+included, so a continued model never ends worse than it began.
 
 A blocked model (``blocks`` given, ``pipeline.hmmlm.blocks``) may train with state
 dropout: each batch keeps a random ``1 - state_dropout`` of every cluster's states (at
@@ -62,6 +64,26 @@ EVALUATION_LENGTH = 256
 carried between segments, so it decides the memory, not the value)."""
 
 
+class Adam(NamedTuple):
+    """Adam's state after some steps: where a run may carry on from.
+
+    Attributes
+    ----------
+    first, second
+        the first and second moments of every parameter (each a tree of arrays shaped as
+        the parameters).
+    step
+        the steps taken since the moments were last zero (their bias correction).
+    rate
+        the learning rate the steps were taken at.
+    """
+
+    first: Parameters
+    second: Parameters
+    step: int
+    rate: float
+
+
 class Trained(NamedTuple):
     """A training run's result.
 
@@ -76,10 +98,12 @@ class Trained(NamedTuple):
     best_epoch
         the epoch of the lowest validation perplexity (0: none improved on the start).
     training_bytes
-        bytes of the parameters, their two Adam moments, the best epoch's copy
-        and the per-batch buffers.
+        bytes of the parameters, their two Adam moments, the best epoch's copy of all
+        three (and a continued run's start) and the per-batch buffers.
     stopped
         why training stopped, one of ``STOPS``.
+    adam
+        Adam's state after the best validation epoch (the one given for epoch 0).
     """
 
     parameters: Parameters
@@ -88,6 +112,7 @@ class Trained(NamedTuple):
     best_epoch: int
     training_bytes: int
     stopped: str
+    adam: Adam
 
 
 class Schedule(NamedTuple):
@@ -234,6 +259,7 @@ def train(
     seed: int = 0,
     on_epoch: Callable[[int, float], None] | None = None,
     continued: bool = False,
+    adam: Adam | None = None,
 ) -> Trained:
     """Adam over the segments of ``train_streams`` (B, L), each stream's state carried
     from segment to segment, epoch after epoch until ``schedule`` stops; the validation
@@ -241,17 +267,24 @@ def train(
     (the best epoch's are copied out). Epochs are timed after an untimed warm-up step
     (``_warm_up``), outside ``max_seconds``. ``on_epoch(epoch, perplexity)`` is called after
     each epoch (1, 2, ...) with its validation perplexity, outside the epoch's time.
-    ``continued``: ``p`` carries on a trained model (the module's docstring)."""
+    ``continued``: ``p`` carries on a trained model (the module's docstring); ``adam``: with
+    the moments and step count of Adam's state (shaped as ``p``; copied), at the schedule's
+    rate, instead of zero moments."""
     _warm_up(p, train_streams, blocks, state_dropout, schedule.length, schedule.learning_rate)
     sub_model = _sub_models(p, blocks, state_dropout, np.random.default_rng(seed))
     leaves = _leaves(p)
-    first, second = [np.zeros_like(x) for x in leaves], [np.zeros_like(x) for x in leaves]
+    if adam is None:
+        first, second = [np.zeros_like(x) for x in leaves], [np.zeros_like(x) for x in leaves]
+    else:
+        first = [m.astype(x.dtype) for x, m in zip(leaves, _leaves(adam.first), strict=True)]
+        second = [v.astype(x.dtype) for x, v in zip(leaves, _leaves(adam.second), strict=True)]
     work = Workspace()
-    step, stale, rate, stopped = 0, 0, schedule.learning_rate, "max_epochs"
+    step, stale, rate, stopped = adam.step if adam else 0, 0, schedule.learning_rate, "max_epochs"
     began = time.perf_counter()
     curve, wall = [perplexity(p, validation, blocks)], 0.0
     seconds: list[float] = []
     best, best_epoch = [x.copy() for x in leaves], 0
+    moments = None  # Adam's state after the best epoch; None: the start's
     starting = best if continued else None  # the start, kept apart from the trained epochs'
     compared = 1 if continued else 0  # the first epoch that stopping and the decay compare
     while len(seconds) < schedule.max_epochs:
@@ -278,6 +311,7 @@ def train(
             on_epoch(len(seconds), float(curve[-1]))
         if curve[-1] < min(curve[compared:-1], default=np.inf):
             best, best_epoch, stale = [x.copy() for x in leaves], len(seconds), 0
+            moments = ([m.copy() for m in first], [v.copy() for v in second], step, rate)
             continue
         stale += 1
         if schedule.patience is not None and stale >= schedule.patience:
@@ -287,8 +321,15 @@ def train(
             for x, b, m, v in zip(leaves, best, first, second, strict=True):
                 x[...], m[...], v[...] = b, 0, 0
             step, rate = 0, rate * schedule.decay
-    copies = 5 if continued else 4  # x, m, v, the best copy (and the start's)
+    copies = 7 if continued else 6  # x, m, v, the best epoch's x, m, v (and the start's x)
     held = copies * sum(x.nbytes for x in leaves) + work.nbytes
     if starting is not None and curve[0] <= curve[best_epoch]:
-        best, best_epoch = starting, 0
-    return Trained(_rebuild(p, best), np.array(curve), np.array(seconds), best_epoch, held, stopped)
+        best, best_epoch, moments = starting, 0, None
+    if moments is None:
+        zeros = _rebuild(p, [np.zeros_like(x) for x in leaves])
+        kept = adam or Adam(zeros, zeros, 0, schedule.learning_rate)
+    else:
+        kept = Adam(_rebuild(p, moments[0]), _rebuild(p, moments[1]), moments[2], moments[3])
+    return Trained(
+        _rebuild(p, best), np.array(curve), np.array(seconds), best_epoch, held, stopped, kept
+    )

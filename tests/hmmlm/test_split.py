@@ -1,5 +1,6 @@
 """State splitting: a model of 2n states from one of n, the evidence unchanged, blocked and
-unblocked, for every parameterisation that can split; the noise that breaks the tie."""
+unblocked, for every parameterisation that can split; the noise that breaks the tie; Adam's
+state split so that its steps on the copies are the original's."""
 
 import numpy as np
 import pytest
@@ -8,7 +9,8 @@ from pipeline.hmmlm import blocks as bm
 from pipeline.hmmlm import evidence
 from pipeline.hmmlm.clusters import blocks_of
 from pipeline.hmmlm.parameters import initial, softmax_rows, transition_matrix
-from pipeline.hmmlm.split import sources, split
+from pipeline.hmmlm.split import sources, split, split_adam
+from pipeline.hmmlm.train import Adam, _leaves
 from pipeline.operators import toarray
 
 CLUSTER = np.array([0, 1, 2, 0, 1, 2, 1])
@@ -66,3 +68,23 @@ def test_a_banded_kernel_is_not_split():
     p = initial("kernel", 4, 7, n_features=2, dim=2, delta=2)
     with pytest.raises(ValueError, match="a banded kernel cannot be split"):
         split(p)
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_adams_state_splits_as_the_gradient_does(name):
+    """A copy's gradient is half its original's per state axis (a shared parameter's the
+    same), so Adam's moments of the gradient ``g`` (``g``, ``g^2``), split, are those of
+    the split model's gradient: each copy's step is its original's."""
+    blocks = blocks_of(CLUSTER, 2)
+    p = _model(name, 6, emission_size=2 * 7)
+    grown, bigger = split(p, blocks)
+    _, g, _ = bm.batch_gradient(p, blocks, STREAMS, bm.full(blocks, 0))
+    _, expected, _ = bm.batch_gradient(grown, bigger, STREAMS, bm.full(bigger, 0))
+    squared = type(g)(
+        *(x**2 for x in _leaves(g)[:2]), type(g.transition)(*(x**2 for x in g.transition))
+    )
+    found = split_adam(Adam(g, squared, 7, 0.005), blocks)
+    assert (found.step, found.rate) == (7, 0.005)
+    for m, v, e in zip(_leaves(found.first), _leaves(found.second), _leaves(expected), strict=True):
+        np.testing.assert_allclose(m, e, rtol=1e-7, atol=1e-12)
+        np.testing.assert_allclose(v, e**2, rtol=1e-7, atol=1e-12)

@@ -9,7 +9,7 @@ from matplotlib.image import imread
 
 from pipeline.analysis import analyze
 from pipeline.hmmlm.parameters import transition_matrix
-from pipeline.hmmlm.saved import load
+from pipeline.hmmlm.saved import load, load_adam
 from pipeline.kinds.training import sweep as training
 from pipeline.kinds.training.grid import TrainingCell
 from pipeline.kinds.training.tasks import model_file, train_cell
@@ -95,7 +95,8 @@ def test_austen_before_it_is_fetched_is_a_one_line_error_naming_the_command(tmp_
 
 def test_a_grown_cell_starts_from_its_half_split(tmp_path):
     """The 16-state cell starts where the trained 8-state one ended: the split keeps its
-    evidence (up to the noise that breaks the copies' tie)."""
+    evidence (up to the noise that breaks the copies' tie); each saved model holds the Adam
+    state its training was left in, which the grown cell carries on from."""
     corpus = corpus_folder(tmp_path / "texts", " ".join(["the cat sat on the mat and the dog"] * 8))
     settings = [f"training.corpus={corpus}", "training.n_tokens=8", "training.grow=true"]
     cfg = composed("experiment=lm_smoke", *settings, "training.parameterisations=[neural]")
@@ -107,6 +108,10 @@ def test_a_grown_cell_starts_from_its_half_split(tmp_path):
     assert parent.grown_from == 0 and child.grown_from == 8
     best = parent.perplexity[parent.best_epoch]
     assert child.perplexity[0] == pytest.approx(best, rel=0.02)
+    for n in sizes:
+        adam = load_adam(model_file(folder, TrainingCell(n, "neural", 0)))
+        assert adam is not None and adam.first.transition.E.shape == (n, grid.settings.dim)
+        assert adam.step > 0 and np.abs(adam.second.emission).max() > 0
 
 
 def test_a_corpus_too_small_for_the_vocabulary_is_refused_before_training(tmp_path):

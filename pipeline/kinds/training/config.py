@@ -47,8 +47,8 @@ class TrainingConfig:
     """Fraction of each cluster's states dropped per batch (0: none); needs clusters > 0."""
     max_states: dict[str, int] = field(default_factory=lambda: {"softmax": 16384})
     """Per parameterisation, the most states it is trained at (one not named: every size).
-    The softmax's n^2 logits, two Adam moments, gradient and best copy are about 5 n^2
-    float32 numbers (20 GiB at 32768 states); a neural model's epoch grows as n^2 d."""
+    The softmax's n^2 logits, two Adam moments, gradient and best copies are about 7 n^2
+    float32 numbers (28 GiB at 32768 states); a neural model's epoch grows as n^2 d."""
     batch: int = ranged(32, least=1)
     """Parallel streams the training tokens are cut into (and the held-out tokens, for
     evaluation); a batch is one segment of each."""

@@ -283,7 +283,7 @@ def report(ds: xr.Dataset, store: Path, figures: list[str]) -> str:
             "the last epoch was the best (not converged). Seconds per epoch are the gradient "
             "steps only; 'softmax / it' is how many times faster than the softmax of the same "
             "size an epoch runs; training GiB counts the parameters, their two Adam moments, "
-            "the best epoch's copy and the per-batch buffers.",
+            "the best epoch's copy of all three and the per-batch buffers.",
             "",
             table(ds),
             "",

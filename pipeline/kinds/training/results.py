@@ -73,8 +73,8 @@ VARIABLES: dict[str, Variable] = {
     "training_bytes": Variable(
         DIMS,
         "B",
-        "bytes of the parameters, their two Adam moments, the best epoch's copy and the "
-        "per-batch buffers",
+        "bytes of the parameters, their two Adam moments, the best epoch's copy of all three "
+        "and the per-batch buffers",
     ),
     "transition_rank": Variable(
         DIMS,

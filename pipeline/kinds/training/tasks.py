@@ -12,9 +12,9 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from pipeline.hmmlm import clusters, data, ngram, saved
-from pipeline.hmmlm.parameters import Kernel, initial, parse, transition_matrix
-from pipeline.hmmlm.split import split
-from pipeline.hmmlm.train import Schedule, perplexity, train
+from pipeline.hmmlm.parameters import Kernel, Parameters, initial, parse, transition_matrix
+from pipeline.hmmlm.split import split, split_adam
+from pipeline.hmmlm.train import Adam, Schedule, perplexity, train
 from pipeline.kinds.training import results
 from pipeline.kinds.training.grid import Settings, TrainingCell
 from pipeline.kinds.training.results import TrainingRecord
@@ -128,15 +128,19 @@ def grown_from(cell: TrainingCell, settings: Settings, n_states: tuple[int, ...]
 
 def _start(
     cell: TrainingCell, settings: Settings, V: int, blocks, models: Path | None, parent: int
-):
-    """The starting parameters of ``cell``: random, or the trained model of ``parent``
-    states split (``pipeline.hmmlm.split``)."""
+) -> tuple[Parameters, Adam | None]:
+    """The starting parameters of ``cell`` and the Adam state it carries on from: random
+    (None), or the trained model of ``parent`` states split with the Adam state it was saved
+    with, if any (``pipeline.hmmlm.split``)."""
     if parent:
         if models is None:
             raise ValueError(f"cell {cell} grows from a saved model; it needs the models folder")
-        p, _, parent_blocks = saved.load(model_file(models, cell._replace(n_states=parent)))
+        path = model_file(models, cell._replace(n_states=parent))
+        p, _, parent_blocks = saved.load(path)
+        adam = saved.load_adam(path)
         rng = np.random.default_rng(cell.seed)
-        return split(p, parent_blocks, noise=SPLIT_NOISE, rng=rng)[0]
+        grown = split(p, parent_blocks, noise=SPLIT_NOISE, rng=rng)[0]
+        return grown, None if adam is None else split_adam(adam, parent_blocks)
     kind, n_features, banded = parse(cell.parameterisation, cell.n_states, settings.max_features)
     return initial(
         kind,
@@ -148,7 +152,7 @@ def _start(
         seed=cell.seed,
         emission_size=None if blocks is None else blocks.states * V,
         dtype=np.float64 if blocks is None else np.float32,
-    )
+    ), None
 
 
 def train_cell(
@@ -177,7 +181,7 @@ def _train_cell(
     V, C = len(common.corpus.words), settings.clusters
     blocks = clusters.blocks_of(_word_clusters(key, cell.seed), cell.n_states // C) if C else None
     parent = grown_from(cell, settings, n_states)
-    start = _start(cell, settings, V, blocks, models, parent)
+    start, adam = _start(cell, settings, V, blocks, models, parent)
     schedule = Schedule(
         settings.max_epochs,
         settings.patience,
@@ -197,6 +201,7 @@ def _train_cell(
         state_dropout=settings.state_dropout,
         seed=cell.seed,
         continued=bool(parent),
+        adam=adam,
         on_epoch=lambda epoch, ppl: cell_says(
             f"{cell.parameterisation} n={cell.n_states} seed {cell.seed}",
             f"epoch {epoch}/{settings.max_epochs}, validation perplexity {ppl:.5g}",
@@ -205,7 +210,7 @@ def _train_cell(
     p = result.parameters
     if models is not None:
         models.mkdir(parents=True, exist_ok=True)
-        saved.save(model_file(models, cell), p, common.corpus.words, blocks)
+        saved.save(model_file(models, cell), p, common.corpus.words, blocks, result.adam)
     test_perplexity, seconds = once(lambda: perplexity(p, common.test, blocks))
     length = settings.max_epochs + 1
     leaves = [p.prior, p.emission, *p.transition]
