@@ -246,7 +246,7 @@ def submit(
     settings = replace(settings, token=tokenize(grid.fingerprint(), settings)[:10])
     models = by_model(grid, cells)
     groups = _groups([m for m in models if m[0].n_states > fuse_states], held, memory)
-    group_of = {id(cells): k for k, group in enumerate(groups) for _, cells, _ in group}
+    group_of = iter([k for k, group in enumerate(groups) for _ in group])  # in models' order
     resident = [sum(size for _, _, size in group) for group in groups]
     futures: dict[Future, list[Cell]] = {}
     computed_by_group: list[list[Future]] = [[] for _ in groups]
@@ -259,7 +259,7 @@ def submit(
             )
             futures[future] = model_cells
             continue
-        k = group_of[id(model_cells)]
+        k = next(group_of)
         if k and not waits[k - 1]:  # groups past the first only where memory is given
             earlier = computed_by_group[k - 1]
             key = f"cells-done-{tokenize([f.key for f in earlier])}-{settings.token}"

@@ -234,9 +234,16 @@ def submit(
     workers = len(client.scheduler_info()["workers"])
     steps = grid.horizon + 1
 
+    known: dict[tuple, memory.ModelTasks | None] = {}
+
     def found(spec, model_cells: list[Cell]) -> memory.ModelTasks | None:
-        held = [(c.method, c.setting, c.mode) for c in model_cells]
-        return memory.model_tasks(spec.family, spec.n_states, grid.params[spec.family], held, steps)
+        """The model's tasks (``memory.model_tasks``), found once per model."""
+        model = (spec.family, spec.n_states, spec.seed)
+        if model not in known:
+            held = [(c.method, c.setting, c.mode) for c in model_cells]
+            params = grid.params[spec.family]
+            known[model] = memory.model_tasks(spec.family, spec.n_states, params, held, steps)
+        return known[model]
 
     def held(spec, model_cells: list[Cell]) -> int:
         tasks = found(spec, model_cells)
