@@ -1,6 +1,7 @@
 """The environment a worker process of the pipeline starts with: what its threads do when
 idle and how it allocates, read as the process and its libraries start (so set before
-they load: ``pipeline.sweep.cluster`` gives it to every worker it starts, and
+they load: ``pipeline.sweep.cluster`` gives it to every worker it starts, through
+distributed's nanny for a local or SSH cluster and in a batch job's script; and
 ``benchmarks/lm_epoch.py`` to itself before numpy loads). This module imports nothing, so
 a script can read it first.
 """

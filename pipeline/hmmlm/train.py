@@ -284,7 +284,7 @@ def train(
     curve, wall = [perplexity(p, validation, blocks)], 0.0
     seconds: list[float] = []
     best, best_epoch = [x.copy() for x in leaves], 0
-    moments = None  # Adam's state after the best epoch; None: the start's
+    kept: Adam | None = None  # Adam's state after the best epoch; None: the start's
     starting = best if continued else None  # the start, kept apart from the trained epochs'
     compared = 1 if continued else 0  # the first epoch that stopping and the decay compare
     while len(seconds) < schedule.max_epochs:
@@ -311,7 +311,8 @@ def train(
             on_epoch(len(seconds), float(curve[-1]))
         if curve[-1] < min(curve[compared:-1], default=np.inf):
             best, best_epoch, stale = [x.copy() for x in leaves], len(seconds), 0
-            moments = ([m.copy() for m in first], [v.copy() for v in second], step, rate)
+            kept = Adam(_rebuild(p, [m.copy() for m in first]),
+                        _rebuild(p, [v.copy() for v in second]), step, rate)  # fmt: skip
             continue
         stale += 1
         if schedule.patience is not None and stale >= schedule.patience:
@@ -324,12 +325,10 @@ def train(
     copies = 7 if continued else 6  # x, m, v, the best epoch's x, m, v (and the start's x)
     held = copies * sum(x.nbytes for x in leaves) + work.nbytes
     if starting is not None and curve[0] <= curve[best_epoch]:
-        best, best_epoch, moments = starting, 0, None
-    if moments is None:
+        best, best_epoch, kept = starting, 0, None
+    if kept is None:
         zeros = _rebuild(p, [np.zeros_like(x) for x in leaves])
         kept = adam or Adam(zeros, zeros, 0, schedule.learning_rate)
-    else:
-        kept = Adam(_rebuild(p, moments[0]), _rebuild(p, moments[1]), moments[2], moments[3])
     return Trained(
         _rebuild(p, best), np.array(curve), np.array(seconds), best_epoch, held, stopped, kept
     )

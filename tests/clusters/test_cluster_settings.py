@@ -70,6 +70,7 @@ def test_settings_reach_the_slurm_job_script():
         "module load python/3.11",
         "source /opt/venv/bin/activate",
         "export DASK_DISTRIBUTED__WORKER__MEMORY__TARGET=False",
+        "export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}",
         "export DASK_DISTRIBUTED__WORKER__MEMORY__SPILL=False",
     ):
         assert f"\n{line}\n" in text, line

@@ -11,6 +11,7 @@ from typing import Optional
 
 from dask.utils import parse_bytes
 
+from pipeline.environment import WORKER_ENVIRONMENT
 from pipeline.sweep.backends.base import (
     IN_MEMORY,
     Backend,
@@ -154,6 +155,8 @@ class Jobqueue(Backend):
                 f"export DASK_{key.upper().replace('.', '__')}={value}"
                 for key, value in IN_MEMORY.items()
             ),
+            # the job's own value, if it has one, wins (as for a local worker)
+            *(f"export {name}=${{{name}:-{value}}}" for name, value in WORKER_ENVIRONMENT.items()),
         ]
         for name, size in (self.memory_resource(entry) or {}).items():
             options["worker_extra_args"] += ["--resources", f"{name}={size}"]
