@@ -53,6 +53,13 @@ SMOKE = [
             "it needs training.clusters > 0",
         ),
         ("training.state_dropout=1", "training.state_dropout: 1.0 is not allowed; allowed: num"),
+        (
+            "training.large.n_states=null",
+            "training.large.n_states: is null, so training.large's state dropout and rate "
+            "apply to no cell",
+        ),
+        ("training.large.learning_rate=0", "training.large.learning_rate: 0.0 is not allowed"),
+        ("training.large.n_states=1", "training.large.n_states: 1 is not allowed; allowed: int"),
         ("training.lr_decay=0", "training.lr_decay: 0.0 is not allowed; allowed: numbers in (0"),
         (
             "training.clustering=brown",
@@ -203,6 +210,25 @@ def test_lm_smoke_runs_resumes_and_reports(client, tmp_path, caplog):
     for name in ("perplexity.png", "epoch_seconds.png", "curves.png"):
         assert f"![{name}]({name})" in text
         assert np.ptp(imread(tmp_path / "report" / name)[..., :3]) > 0.5
+
+
+def test_a_large_cell_trains_with_the_large_dropout_and_rate(tmp_path):
+    """``training.large``: the 32-state cell of lm_smoke trains as the section's keys set to
+    the large ones would train it (the same validation curve, bit for bit), and unlike the
+    section's own; the 16-state cell as the section's."""
+    corpus = corpus_folder(tmp_path / "texts", " ".join(["a b c d a b e f g h"] * 12))
+    common = ["experiment=lm_smoke", f"training.corpus={corpus}", "training.n_tokens=8",
+              "training.max_epochs=2", "training.patience=null"]  # fmt: skip
+    section = ["training.state_dropout=0.25", "training.learning_rate=0.025"]
+
+    def curve(n_states: int, *overrides: str) -> np.ndarray:
+        settings = training.grid(composed(*common, *overrides)).settings
+        return train_cell(TrainingCell(n_states, "kernel_4", 0), settings).perplexity
+
+    large = curve(32)
+    np.testing.assert_array_equal(large, curve(32, *section, "training.large.n_states=64"))
+    assert not np.array_equal(large, curve(32, "training.large.n_states=64"))
+    np.testing.assert_array_equal(curve(16), curve(16, "training.large.n_states=64"))
 
 
 def test_a_saved_model_is_an_hmm_every_method_runs_on(tmp_path):

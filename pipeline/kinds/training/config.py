@@ -13,6 +13,20 @@ from pipeline.sweep.config.validation import choices, ranged
 
 
 @dataclass
+class LargeConfig:
+    """The state dropout and rate of the largest cells, in place of the section's: a model
+    grown to many states from a trained one (``grow``) keeps its start only at a smaller
+    rate, and its split copies part only when they are dropped apart (reports/lm)."""
+
+    n_states: Optional[int] = ranged(None, least=2)  # noqa: UP045
+    """The fewest states of a large cell; null: no cell is large (the keys below unused)."""
+    state_dropout: float = ranged(0.0, least=0, most=1, below=True)
+    """A large cell's state dropout, in place of ``training.state_dropout``."""
+    learning_rate: Optional[float] = ranged(None, least=0, above=True)  # noqa: UP045
+    """A large cell's Adam step size, in place of ``training.learning_rate``; null: that."""
+
+
+@dataclass
 class TrainingConfig:
     """A training sweep of HMM language models (the kernel HMMs of Chiu, Deng and Rush,
     with the blocked emissions, neural transitions and state dropout of Chiu and Rush 2020):
@@ -83,6 +97,8 @@ class TrainingConfig:
     grow: bool = False
     """Start each cell whose half is in ``n_states`` from that cell's trained model, every
     state split in two (the evidence unchanged), instead of a random start."""
+    large: LargeConfig = field(default_factory=LargeConfig)
+    """The cells of at least ``large.n_states`` states: their state dropout and rate."""
     threads: int = ranged(1, least=1)
     """numba and BLAS threads of each cell (one per worker: ``cluster.n_workers`` x this
     should be the cores)."""

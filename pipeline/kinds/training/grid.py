@@ -50,6 +50,21 @@ class Settings:
     grow: bool
     threads: int
     corpus: str | None
+    large_states: int | None = None
+    large_state_dropout: float = 0.0
+    large_learning_rate: float | None = None
+
+    def learning_rate_at(self, n_states: int) -> float:
+        """Adam's step size of a cell of ``n_states`` (``training.large``)."""
+        if self.large_states is not None and n_states >= self.large_states:
+            return self.large_learning_rate or self.learning_rate
+        return self.learning_rate
+
+    def state_dropout_at(self, n_states: int) -> float:
+        """The state dropout of a cell of ``n_states`` (``training.large``)."""
+        if self.large_states is not None and n_states >= self.large_states:
+            return self.large_state_dropout
+        return self.state_dropout
 
     def key(self) -> str:
         """The settings as canonical JSON: what a worker caches the sweep's shared data by."""
@@ -94,14 +109,28 @@ class TrainingGrid(Grid):
             "n_states": self.n_states,
             "parameterisations": self.parameterisations,
             "seeds": self.seeds,
-            **dataclasses.asdict(self.settings),
+            **_without_unused_large(dataclasses.asdict(self.settings)),
         }
+
+
+def _without_unused_large(settings: dict) -> dict:
+    """``settings`` without the ``large_*`` keys where no cell is large: they change no value,
+    and a store made before ``training.large`` keeps its identity."""
+    if settings["large_states"] is not None:
+        return settings
+    return {key: value for key, value in settings.items() if not key.startswith("large_")}
 
 
 def grid(cfg) -> TrainingGrid:
     """The grid of a validated config."""
     training = as_dict(cfg.training, resolve=True)
     training["max_epochs"] = training["max_epochs"] or DEFAULT_MAX_EPOCHS
+    large = training.pop("large")
+    training |= {
+        "large_states": large["n_states"],
+        "large_state_dropout": large["state_dropout"],
+        "large_learning_rate": large["learning_rate"],
+    }
     return TrainingGrid(
         n_states=tuple(sorted(training.pop("n_states"))),
         parameterisations=tuple(training.pop("parameterisations")),

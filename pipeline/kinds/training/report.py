@@ -239,6 +239,18 @@ def _settings_line(settings: dict) -> str:
         f"{settings.get('clip')}; kernel features at most {settings.get('max_features')}; "
         f"embedding dimension {settings.get('dim')}{limits}"
         f"{'; each size grown from the half-size model' if settings.get('grow') else ''}"
+        f"{_large(settings)}"
+    )
+
+
+def _large(settings: dict) -> str:
+    """What ``training.large`` changes for the largest cells (none where it is unset)."""
+    if settings.get("large_states") is None:
+        return ""
+    rate = settings["large_learning_rate"] or settings["learning_rate"]
+    return (
+        f"; from {settings['large_states']} states state dropout "
+        f"{settings['large_state_dropout']} and Adam at {rate}"
     )
 
 

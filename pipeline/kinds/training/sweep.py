@@ -49,11 +49,13 @@ def _validate_blocks(training) -> None:
             "training.clustering",
             f"{training.clustering!r} is not allowed; allowed: {', '.join(clusters.CLUSTERINGS)}",
         )
-    if training.state_dropout and not C:
-        raise ConfigError(
-            "training.state_dropout",
-            "drops states within each word cluster; it needs training.clusters > 0",
-        )
+    for key, dropout in (("state_dropout", training.state_dropout),
+                         ("large.state_dropout", training.large.state_dropout)):  # fmt: skip
+        if dropout and not C:
+            raise ConfigError(
+                f"training.{key}",
+                "drops states within each word cluster; it needs training.clusters > 0",
+            )
     vocabulary = training.n_tokens or data.DEFAULT_VOCABULARY
     if _default_corpus(training) and C > vocabulary:
         raise ConfigError(
@@ -101,6 +103,13 @@ def validate(cfg) -> None:
         except ValueError as error:
             raise ConfigError(f"training.max_states.{name}", str(error)) from None
     _validate_blocks(training)
+    large = training.large
+    if large.n_states is None and (large.state_dropout or large.learning_rate is not None):
+        raise ConfigError(
+            "training.large.n_states",
+            "is null, so training.large's state dropout and rate apply to no cell; allowed: "
+            "the fewest states of a large cell (an integer >= 2)",
+        )
     if _default_corpus(training):
         if training.n_tokens is not None and training.n_tokens > data.DEFAULT_VOCABULARY:
             raise ConfigError(
