@@ -90,14 +90,13 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 def shared(item) -> str | None:
     """What ``item`` shares with other tests that is costly to make twice, so that they run
-    in one process: the cluster kit (``tests/clusters``), the smoke sweep (``smoke``), a
+    in one process: the cluster kit (``tests/clusters``) and the smoke sweep (``smoke``),
+    one group, as the kit's sweeps are compared with the smoke sweep's store; a
     module-scoped fixture (the module); None: nothing."""
-    if "clusters" in item.path.parts:
-        return "clusters"
     fixtures = getattr(item, "_fixtureinfo", None)
     definitions = fixtures.name2fixturedefs if fixtures is not None else {}
-    if "smoke" in definitions:
-        return "smoke"
+    if "clusters" in item.path.parts or "smoke" in definitions:
+        return "kit and smoke"
     if any(d.scope == "module" for defs in definitions.values() for d in defs):
         return str(item.path)
     return None

@@ -15,8 +15,8 @@ from pipeline.sweep.config.validation import choices, ranged
 @dataclass
 class LargeConfig:
     """The state dropout and rate of the largest cells, in place of the section's: a model
-    grown to many states from a trained one (``grow``) keeps its start only at a smaller
-    rate, and its split copies part only when they are dropped apart (reports/lm)."""
+    grown to many states from a trained one (``grow``) may improve on its start only at a
+    smaller rate with state dropout, where a smaller model learns best without (reports/lm)."""
 
     n_states: Optional[int] = ranged(None, least=2)  # noqa: UP045
     """The fewest states of a large cell; null: no cell is large (the keys below unused)."""

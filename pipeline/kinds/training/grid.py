@@ -26,7 +26,8 @@ class TrainingCell(NamedTuple):
 @dataclass(frozen=True)
 class Settings:
     """What every cell of a ``training`` section shares (``TrainingConfig``; ``max_epochs``
-    resolved)."""
+    resolved, the ``large`` section's keys as ``large_states``, ``large_state_dropout`` and
+    ``large_learning_rate``)."""
 
     max_epochs: int
     patience: int | None
@@ -54,17 +55,19 @@ class Settings:
     large_state_dropout: float = 0.0
     large_learning_rate: float | None = None
 
+    def is_large(self, n_states: int) -> bool:
+        """Whether a cell of ``n_states`` trains with ``training.large``'s settings."""
+        return self.large_states is not None and n_states >= self.large_states
+
     def learning_rate_at(self, n_states: int) -> float:
-        """Adam's step size of a cell of ``n_states`` (``training.large``)."""
-        if self.large_states is not None and n_states >= self.large_states:
+        """Adam's step size of a cell of ``n_states``."""
+        if self.is_large(n_states):
             return self.large_learning_rate or self.learning_rate
         return self.learning_rate
 
     def state_dropout_at(self, n_states: int) -> float:
-        """The state dropout of a cell of ``n_states`` (``training.large``)."""
-        if self.large_states is not None and n_states >= self.large_states:
-            return self.large_state_dropout
-        return self.state_dropout
+        """The state dropout of a cell of ``n_states``."""
+        return self.large_state_dropout if self.is_large(n_states) else self.state_dropout
 
     def key(self) -> str:
         """The settings as canonical JSON: what a worker caches the sweep's shared data by."""
