@@ -27,7 +27,7 @@ class TrainingCell(NamedTuple):
 class Settings:
     """What every cell of a ``training`` section shares (``TrainingConfig``; ``max_epochs``
     resolved, the ``large`` section's keys as ``large_states``, ``large_state_dropout`` and
-    ``large_learning_rate``)."""
+    ``large_learning_rate``, the last ``learning_rate`` where that key is null)."""
 
     max_epochs: int
     patience: int | None
@@ -51,9 +51,9 @@ class Settings:
     grow: bool
     threads: int
     corpus: str | None
-    large_states: int | None = None
-    large_state_dropout: float = 0.0
-    large_learning_rate: float | None = None
+    large_states: int | None
+    large_state_dropout: float
+    large_learning_rate: float
 
     def is_large(self, n_states: int) -> bool:
         """Whether a cell of ``n_states`` trains with ``training.large``'s settings."""
@@ -61,9 +61,7 @@ class Settings:
 
     def learning_rate_at(self, n_states: int) -> float:
         """Adam's step size of a cell of ``n_states``."""
-        if self.is_large(n_states):
-            return self.large_learning_rate or self.learning_rate
-        return self.learning_rate
+        return self.large_learning_rate if self.is_large(n_states) else self.learning_rate
 
     def state_dropout_at(self, n_states: int) -> float:
         """The state dropout of a cell of ``n_states``."""
@@ -132,7 +130,7 @@ def grid(cfg) -> TrainingGrid:
     training |= {
         "large_states": large["n_states"],
         "large_state_dropout": large["state_dropout"],
-        "large_learning_rate": large["learning_rate"],
+        "large_learning_rate": large["learning_rate"] or training["learning_rate"],
     }
     return TrainingGrid(
         n_states=tuple(sorted(training.pop("n_states"))),

@@ -247,10 +247,9 @@ def _large(settings: dict) -> str:
     """What ``training.large`` changes for the largest cells (none where it is unset)."""
     if settings.get("large_states") is None:
         return ""
-    rate = settings["large_learning_rate"] or settings["learning_rate"]
     return (
         f"; from {settings['large_states']} states state dropout "
-        f"{settings['large_state_dropout']} and Adam at {rate}"
+        f"{settings['large_state_dropout']} and Adam at {settings['large_learning_rate']}"
     )
 
 
