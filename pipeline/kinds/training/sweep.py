@@ -42,15 +42,20 @@ __all__ = ["CONFIG", "SCHEMA", "SECTION", "grid", "submit", "summary", "validate
 
 
 def _validate_blocks(training) -> None:
-    """``clusters``, ``clustering`` and ``state_dropout`` against the state counts."""
+    """``clusters``, ``clustering`` and ``state_dropout`` against the state counts: the
+    ``large`` section's dropout only where some cell is large (an experiment's ``large``
+    section does not bind a grid narrowed below it)."""
     C = training.clusters
     if training.clustering not in clusters.CLUSTERINGS:
         raise ConfigError(
             "training.clustering",
             f"{training.clustering!r} is not allowed; allowed: {', '.join(clusters.CLUSTERINGS)}",
         )
+    fewest = training.large.n_states
+    large = fewest is not None and any(n >= fewest for n in training.n_states)
+    large_dropout = training.large.state_dropout if large else 0.0
     for key, dropout in (("state_dropout", training.state_dropout),
-                         ("large.state_dropout", training.large.state_dropout)):  # fmt: skip
+                         ("large.state_dropout", large_dropout)):  # fmt: skip
         if dropout and not C:
             raise ConfigError(
                 f"training.{key}",
