@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.sweep.main import check_overrides
 
-from helpers import REPOSITORY
+from helpers import REPOSITORY, readme_blocks
 
 COMMAND = re.compile(r"^(?:\.venv/bin/)?python -m pipeline\.sweep\b")
 INLINE = re.compile(r"`((?:\.venv/bin/)?python -m pipeline\.sweep\b[^`]*)`")
@@ -53,10 +53,10 @@ def documented() -> dict[str, str]:
     pages' fenced blocks and their inline code, and the experiments' comment lines."""
     found: dict[str, str] = {}
     for page in _pages():
-        text, name = page.read_text(), str(page.relative_to(REPOSITORY))
-        blocks = [b.split("```", 1)[0] for b in re.split(r"```(?:bash|console|sh)\n", text)[1:]]
+        name = str(page.relative_to(REPOSITORY))
+        blocks = [b for shell in ("bash", "console", "sh") for b in readme_blocks(shell, name)]
         lines = [line for block in blocks for line in _joined(block.splitlines())]
-        lines += INLINE.findall(text)
+        lines += INLINE.findall(page.read_text())
         for line in lines:
             if COMMAND.match(line):
                 found.setdefault(line.split(" # ")[0].strip(), name)

@@ -26,6 +26,12 @@ class LargeConfig:
     """A large cell's Adam step size, in place of ``training.learning_rate``; null: that."""
 
 
+def is_large(n_states: int, fewest: int | None) -> bool:
+    """Whether a cell of ``n_states`` trains with ``training.large``'s settings, ``fewest``
+    its ``n_states`` (None: no cell does)."""
+    return fewest is not None and n_states >= fewest
+
+
 @dataclass
 class TrainingConfig:
     """A training sweep of HMM language models (the kernel HMMs of Chiu, Deng and Rush,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from pipeline.kinds.training import results
+from pipeline.kinds.training.config import is_large
 from pipeline.sweep.config import as_dict
 from pipeline.sweep.kind import Grid
 
@@ -57,7 +58,7 @@ class Settings:
 
     def is_large(self, n_states: int) -> bool:
         """Whether a cell of ``n_states`` trains with ``training.large``'s settings."""
-        return self.large_states is not None and n_states >= self.large_states
+        return is_large(n_states, self.large_states)
 
     def learning_rate_at(self, n_states: int) -> float:
         """Adam's step size of a cell of ``n_states``."""

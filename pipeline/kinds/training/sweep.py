@@ -27,7 +27,7 @@ from pipeline import corpus as corpora
 from pipeline.hmmlm import clusters, data
 from pipeline.hmmlm.parameters import PARAMETERISATIONS, parse
 from pipeline.kinds.training import results
-from pipeline.kinds.training.config import TrainingConfig
+from pipeline.kinds.training.config import TrainingConfig, is_large
 from pipeline.kinds.training.grid import TrainingCell, TrainingGrid, grid
 from pipeline.kinds.training.tasks import grown_from, load_corpus, train_cell
 from pipeline.sweep.config import check_list
@@ -51,8 +51,7 @@ def _validate_blocks(training) -> None:
             "training.clustering",
             f"{training.clustering!r} is not allowed; allowed: {', '.join(clusters.CLUSTERINGS)}",
         )
-    fewest = training.large.n_states
-    large = fewest is not None and any(n >= fewest for n in training.n_states)
+    large = any(is_large(n, training.large.n_states) for n in training.n_states)
     large_dropout = training.large.state_dropout if large else 0.0
     for key, dropout in (("state_dropout", training.state_dropout),
                          ("large.state_dropout", large_dropout)):  # fmt: skip
